@@ -1,0 +1,48 @@
+# Pressloop: `make run` starts the service on embedded defaults, `make test` runs every test.
+# Both set up everything they need on a fresh machine (virtual environment, packages, services).
+
+PYTHON ?= python3
+TOOLS := .venv-tools
+UV := $(TOOLS)/bin/uv
+VENV := .venv
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+
+.PHONY: setup run test lint bench services clean
+
+$(UV):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet "uv==0.13.9"
+
+$(VENV)/.synced: $(UV) pyproject.toml uv.lock
+	$(UV) sync --frozen --all-groups
+	touch $@
+
+## setup: create the virtual environment and install the locked dependencies
+setup: $(VENV)/.synced
+
+## services: make sure the services the tests use are running (PostgreSQL)
+services:
+	bash scripts/ensure-postgres.sh
+
+## run: start the API, admin UI, worker and scheduler on embedded defaults (SQLite)
+run: setup
+	$(VENV)/bin/pressloop db upgrade
+	$(VENV)/bin/pressloop serve
+
+## test: run every test, on SQLite and on the real PostgreSQL
+test: setup services
+	$(VENV)/bin/pytest
+
+## lint: ruff and mypy (strict on contracts, engine, runtime)
+lint: setup
+	$(VENV)/bin/ruff check pressloop tests bench
+	$(VENV)/bin/ruff format --check pressloop tests bench
+	$(VENV)/bin/mypy
+
+## bench: run the benchmarks and write docs/benchmarks.md
+bench: setup services
+	$(VENV)/bin/python bench/loop_overhead.py --write docs/benchmarks.md
+
+clean:
+	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache

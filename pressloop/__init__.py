@@ -1,0 +1,1 @@
+"""Pressloop: run AI agents for WordPress sites."""

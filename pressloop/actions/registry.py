@@ -1,0 +1,81 @@
+"""The action registry: what an action is (name, params model, risk) and how it runs."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from pressloop.contracts import ActionContext, CatalogEntry, Risk
+
+
+@dataclass(kw_only=True)
+class ActionResult:
+    """What a handler returns: `content` is shown to the model (JSON if not a string)."""
+
+    content: Any
+    summary: str
+    untrusted: bool = False
+
+
+class MemoryPort(Protocol):
+    """Where memories live; the runtime hands in the database-backed one."""
+
+    async def remember(self, agent_id: str, content: str, tags: list[str]) -> int: ...
+
+    async def recall(self, agent_id: str, query: str, limit: int) -> list[dict[str, Any]]: ...
+
+    async def forget(self, agent_id: str, ids: list[int]) -> int: ...
+
+
+@dataclass(kw_only=True)
+class ActionServices:
+    """The outside things handlers may use; each is optional so packs can be tested alone."""
+
+    memory: MemoryPort | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+Handler = Callable[[Any, ActionContext, ActionServices], Awaitable[ActionResult]]
+
+
+@dataclass(kw_only=True, frozen=True)
+class ActionSpec:
+    name: str
+    description: str
+    params: type[BaseModel]
+    risk: Risk
+    handler: Handler
+    network: bool = False
+
+    def entry(self) -> CatalogEntry:
+        return CatalogEntry(
+            name=self.name,
+            description=self.description,
+            risk=self.risk,
+            params_schema=self.params.model_json_schema(),
+            network=self.network,
+        )
+
+
+class Registry:
+    def __init__(self, specs: Iterable[ActionSpec] = ()) -> None:
+        self._specs: dict[str, ActionSpec] = {}
+        for spec in specs:
+            self.register(spec)
+
+    def register(self, spec: ActionSpec) -> None:
+        if spec.name in self._specs:
+            raise ValueError(f"action {spec.name!r} is registered twice")
+        self._specs[spec.name] = spec
+
+    def get(self, name: str) -> ActionSpec | None:
+        return self._specs.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._specs)
+
+    def catalog(self) -> list[CatalogEntry]:
+        return [self._specs[name].entry() for name in self.names()]

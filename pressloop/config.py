@@ -1,0 +1,113 @@
+"""Configuration from environment variables (and a `.env` file): DESIGN.md section 10.
+
+Every time constant lives here so tests can shrink it; nothing else reads the environment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ProviderName = Literal[
+    "openai", "anthropic", "openrouter", "glm", "openai-compatible", "local", "scripted"
+]
+
+DEFAULT_MODELS: dict[str, str] = {
+    "openai": "gpt-5.2",
+    "anthropic": "claude-3-5-sonnet-latest",
+    "glm": "glm-5",
+    "openrouter": "anthropic/claude-sonnet-4-5",
+    "openai-compatible": "default",
+    "scripted": "scripted",
+    "local": "qwen2.5-coder-1.5b-instruct-q4_k_m",
+}
+
+DEFAULT_BASE_URLS: dict[str, str] = {
+    "openrouter": "https://openrouter.ai/api/v1",
+    "glm": "https://api.z.ai/api/paas/v4",
+}
+
+
+def _env(name: str, *more: str) -> AliasChoices:
+    return AliasChoices(name, *more)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
+
+    data_dir: Path = Field(default=Path("data"), validation_alias=_env("PRESSLOOP_DATA_DIR"))
+    database_url: str | None = Field(default=None, validation_alias=_env("PRESSLOOP_DATABASE_URL"))
+
+    provider: ProviderName | None = Field(default=None, validation_alias=_env("PRESSLOOP_PROVIDER"))
+    model: str | None = Field(default=None, validation_alias=_env("PRESSLOOP_MODEL"))
+    base_url: str | None = Field(default=None, validation_alias=_env("PRESSLOOP_BASE_URL"))
+    decision_protocol: Literal["auto", "tools", "json"] = Field(
+        default="auto", validation_alias=_env("PRESSLOOP_DECISION_PROTOCOL")
+    )
+    script: Path | None = Field(default=None, validation_alias=_env("PRESSLOOP_SCRIPT"))
+
+    openai_api_key: str | None = Field(default=None, validation_alias=_env("OPENAI_API_KEY"))
+    openai_base_url: str | None = Field(default=None, validation_alias=_env("OPENAI_BASE_URL"))
+    anthropic_api_key: str | None = Field(default=None, validation_alias=_env("ANTHROPIC_API_KEY"))
+    anthropic_base_url: str | None = Field(
+        default=None, validation_alias=_env("ANTHROPIC_BASE_URL")
+    )
+    openrouter_api_key: str | None = Field(
+        default=None, validation_alias=_env("OPENROUTER_API_KEY")
+    )
+    zai_api_key: str | None = Field(default=None, validation_alias=_env("ZAI_API_KEY"))
+
+    wp_url: str | None = Field(default=None, validation_alias=_env("PRESSLOOP_WP_URL"))
+    wp_user: str | None = Field(default=None, validation_alias=_env("PRESSLOOP_WP_USER"))
+    wp_app_password: str | None = Field(
+        default=None, validation_alias=_env("PRESSLOOP_WP_APP_PASSWORD")
+    )
+
+    disable_agent: bool = Field(default=False, validation_alias=_env("PRESSLOOP_DISABLE_AGENT"))
+    secret_key: str | None = Field(default=None, validation_alias=_env("PRESSLOOP_SECRET_KEY"))
+
+    host: str = Field(default="127.0.0.1", validation_alias=_env("PRESSLOOP_HOST"))
+    port: int = Field(default=8780, validation_alias=_env("PRESSLOOP_PORT"))
+
+    # Model calls.
+    provider_timeout_s: float = Field(
+        default=120.0, validation_alias=_env("PRESSLOOP_PROVIDER_TIMEOUT")
+    )
+    provider_max_retries: int = Field(
+        default=3, validation_alias=_env("PRESSLOOP_PROVIDER_RETRIES")
+    )
+    provider_retry_base_s: float = Field(
+        default=0.5, validation_alias=_env("PRESSLOOP_PROVIDER_RETRY_BASE")
+    )
+    provider_retry_cap_s: float = Field(
+        default=8.0, validation_alias=_env("PRESSLOOP_PROVIDER_RETRY_CAP")
+    )
+    max_output_tokens: int = Field(
+        default=4096, validation_alias=_env("PRESSLOOP_MAX_OUTPUT_TOKENS")
+    )
+
+    # Runs, leases and retries (DESIGN.md section 8).
+    lease_ttl_s: float = Field(default=30.0, validation_alias=_env("PRESSLOOP_LEASE_TTL"))
+    lease_renew_s: float = Field(default=10.0, validation_alias=_env("PRESSLOOP_LEASE_RENEW"))
+    max_attempts: int = Field(default=5, validation_alias=_env("PRESSLOOP_MAX_ATTEMPTS"))
+    backoff_base_s: float = Field(default=2.0, validation_alias=_env("PRESSLOOP_BACKOFF_BASE"))
+    backoff_cap_s: float = Field(default=600.0, validation_alias=_env("PRESSLOOP_BACKOFF_CAP"))
+    worker_poll_s: float = Field(default=0.5, validation_alias=_env("PRESSLOOP_WORKER_POLL"))
+    worker_concurrency: int = Field(
+        default=8, validation_alias=_env("PRESSLOOP_WORKER_CONCURRENCY")
+    )
+    event_poll_s: float = Field(default=0.2, validation_alias=_env("PRESSLOOP_EVENT_POLL"))
+
+    # Requests.
+    max_message_chars: int = Field(
+        default=32_000, validation_alias=_env("PRESSLOOP_MAX_MESSAGE_CHARS")
+    )
+    wait_timeout_s: float = Field(default=900.0, validation_alias=_env("PRESSLOOP_WAIT_TIMEOUT"))
+
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'pressloop.db').resolve()}"

@@ -1,0 +1,82 @@
+"""What the engine is handed: everything it touches comes in through `EngineDeps`.
+
+The engine owns no clock, database or HTTP; the runtime builds these from the real things and
+tests build them from small in-memory ones.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pressloop.contracts import (
+    ActionCall,
+    ActionContext,
+    ActionOutcome,
+    CatalogEntry,
+    Checkpoint,
+    DecisionProtocol,
+    EventType,
+    Message,
+)
+from pressloop.providers.base import Provider
+
+
+class ActionPort(Protocol):
+    """The executor as the engine sees it: a catalog and one call at a time."""
+
+    def catalog(self) -> list[CatalogEntry]: ...
+
+    async def run(self, call: ActionCall, context: ActionContext) -> ActionOutcome: ...
+
+
+Emit = Callable[[EventType, dict[str, Any]], Awaitable[None]]
+SaveCheckpoint = Callable[[Checkpoint], Awaitable[None]]
+
+
+@dataclass(kw_only=True)
+class PromptContext:
+    """The system prompt's sections that come from outside the engine."""
+
+    instructions: str = ""
+    agent_files: dict[str, str] = field(default_factory=dict)
+    site_context: str = ""
+    mcp_tool_catalog: str = ""
+    memory_context: str = ""
+    conversation_context: str = ""
+
+
+async def _no_emit(_type: EventType, _data: dict[str, Any]) -> None:
+    return None
+
+
+async def _no_checkpoint(_checkpoint: Checkpoint) -> None:
+    return None
+
+
+def _never() -> bool:
+    return False
+
+
+@dataclass(kw_only=True)
+class EngineDeps:
+    provider: Provider
+    actions: ActionPort
+    history: list[Message] = field(default_factory=list)
+    prompt: PromptContext = field(default_factory=PromptContext)
+    protocol: DecisionProtocol | None = None  # None: native tools when the provider has them
+    emit: Emit = _no_emit
+    save_checkpoint: SaveCheckpoint = _no_checkpoint
+    # Read at safe points (after each model call and each action): a person asked to stop.
+    cancel_requested: Callable[[], bool] = _never
+    disabled: bool = False
+    monotonic: Callable[[], float] = time.monotonic
+    max_history_messages: int = 60
+    max_output_tokens: int | None = None
+
+    def decision_protocol(self) -> DecisionProtocol:
+        if self.protocol is not None:
+            return self.protocol
+        return DecisionProtocol.TOOLS if self.provider.supports_tools else DecisionProtocol.JSON

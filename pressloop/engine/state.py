@@ -1,0 +1,67 @@
+"""The loop's steps (a tagged union) and the mutable state of one turn."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pressloop.contracts import (
+    Checkpoint,
+    ErrorInfo,
+    NextAction,
+    TurnRequest,
+    TurnResult,
+    TurnStatus,
+)
+from pressloop.engine.ports import EngineDeps
+
+
+@dataclass(kw_only=True, frozen=True)
+class CallModel:
+    """Ask the model what to do next."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class RunActions:
+    """Run the unanswered calls of the model's last answer, in order."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class Finish:
+    status: TurnStatus
+    error: ErrorInfo | None = None
+    next_action: NextAction = NextAction.STOP
+
+
+LoopStep = CallModel | RunActions | Finish
+
+
+@dataclass(kw_only=True)
+class TurnState:
+    request: TurnRequest
+    deps: EngineDeps
+    checkpoint: Checkpoint
+    started_at: float
+    elapsed_before: float = 0.0
+
+    def elapsed(self) -> float:
+        return self.elapsed_before + (self.deps.monotonic() - self.started_at)
+
+    def remaining(self) -> float:
+        return self.request.policy.wall_time_s - self.elapsed()
+
+    def result(self, finish: Finish) -> TurnResult:
+        cp = self.checkpoint
+        return TurnResult(
+            status=finish.status,
+            assistant_text=cp.assistant_text,
+            steps=list(cp.steps),
+            usage=cp.usage,
+            provider=self.deps.provider.name,
+            model=self.deps.provider.model,
+            error=finish.error,
+            next_action=finish.next_action,
+        )
+
+    async def save(self) -> None:
+        self.checkpoint.elapsed_s = self.elapsed()
+        await self.deps.save_checkpoint(self.checkpoint.model_copy(deep=True))

@@ -1,0 +1,101 @@
+"""One error tree for the whole service.
+
+- `ConfigurationError`: the person's mistake (a missing key, a bad setting). Never retried.
+- `RunFailure`: something a run met (model, site, limits). Each knows whether a retry may help.
+- `ControlSignal`: not an error at all, a change of course (an approval is needed, cancelled).
+The HTTP layer maps these to statuses in one place.
+"""
+
+from __future__ import annotations
+
+from pressloop.contracts import ErrorInfo
+
+
+class PressloopError(Exception):
+    """Base of every error Pressloop raises on purpose."""
+
+    code = "error"
+    retryable = False
+
+    def __init__(self, message: str, *, retryable: bool | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if retryable is not None:
+            self.retryable = retryable
+
+    def info(self) -> ErrorInfo:
+        return ErrorInfo(cls=type(self).__name__, message=self.message, retryable=self.retryable)
+
+
+class ConfigurationError(PressloopError):
+    code = "configuration_error"
+
+
+class ProviderNotConfigured(ConfigurationError):
+    code = "provider_not_configured"
+
+
+class AgentDisabled(ConfigurationError):
+    code = "agent_disabled"
+
+
+class RunFailure(PressloopError):
+    code = "run_failed"
+
+
+class ProviderError(RunFailure):
+    """The model provider failed: `retryable` for 429, 5xx, timeouts and network errors."""
+
+    code = "provider_error"
+
+
+class InvalidModelOutput(RunFailure):
+    code = "invalid_model_output"
+
+
+class ScriptExhausted(ProviderError):
+    code = "script_exhausted"
+
+
+class LimitExceeded(RunFailure):
+    code = "limit_exceeded"
+
+
+class ActionError(RunFailure):
+    """An action failed; the model is told and may correct itself."""
+
+    code = "action_error"
+
+
+class LeaseLost(RunFailure):
+    """This worker no longer holds the run's lease: another worker took it over."""
+
+    code = "lease_lost"
+
+
+class ControlSignal(PressloopError):
+    code = "control"
+
+
+class Cancelled(ControlSignal):
+    code = "cancelled"
+
+
+class ApprovalRequired(ControlSignal):
+    code = "approval_required"
+
+
+class NotFound(PressloopError):
+    code = "not_found"
+
+
+class Conflict(PressloopError):
+    code = "conflict"
+
+
+class InvalidRequest(PressloopError):
+    code = "invalid_request"
+
+
+class PayloadTooLarge(InvalidRequest):
+    code = "payload_too_large"

@@ -1,0 +1,68 @@
+"""Policy profiles per trigger and how they merge (DESIGN.md section 6).
+
+defaults -> trigger -> agent -> thread -> request. Agent and thread settings may change a value
+either way; a request can only tighten (fewer rounds, less time, a stricter risk mode).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pressloop.contracts import Policy, PolicyMode, Trigger
+
+TRIGGER_DEFAULTS: dict[Trigger, Policy] = {
+    Trigger.CHAT: Policy(max_rounds=8, max_calls_per_round=8, wall_time_s=600),
+    Trigger.HEARTBEAT: Policy(max_rounds=4, max_calls_per_round=4, wall_time_s=120),
+    Trigger.SPAWNED: Policy(
+        max_rounds=6, max_calls_per_round=6, wall_time_s=300, destructive=PolicyMode.DENY
+    ),
+    Trigger.API: Policy(max_rounds=8, max_calls_per_round=8, wall_time_s=600),
+    Trigger.MCP: Policy(max_rounds=8, max_calls_per_round=8, wall_time_s=600),
+}
+
+_STRICTNESS = {PolicyMode.ALLOW: 0, PolicyMode.CONFIRM: 1, PolicyMode.DENY: 2}
+_LIMITS = ("max_rounds", "max_calls_per_round", "wall_time_s", "max_tokens")
+_MODES = ("read", "write", "destructive")
+
+
+def _override(policy: Policy, changes: Mapping[str, Any] | None) -> Policy:
+    if not changes:
+        return policy
+    return Policy.model_validate({**policy.model_dump(), **dict(changes)})
+
+
+def _tighten(policy: Policy, changes: Mapping[str, Any] | None) -> Policy:
+    if not changes:
+        return policy
+    wanted = _override(policy, changes)
+    merged = policy.model_dump()
+    for name in _LIMITS:
+        merged[name] = min(getattr(policy, name), getattr(wanted, name))
+    for name in _MODES:
+        current, asked = getattr(policy, name), getattr(wanted, name)
+        merged[name] = asked if _STRICTNESS[asked] > _STRICTNESS[current] else current
+    return Policy.model_validate(merged)
+
+
+def resolve_policy(
+    trigger: Trigger,
+    *,
+    agent: Mapping[str, Any] | None = None,
+    thread: Mapping[str, Any] | None = None,
+    request: Mapping[str, Any] | None = None,
+) -> Policy:
+    """`agent` and `thread` may hold per-trigger maps: {"heartbeat": {...}} or flat fields."""
+
+    def for_trigger(layer: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        if not layer:
+            return None
+        scoped = layer.get(trigger.value)
+        if isinstance(scoped, Mapping):
+            return scoped
+        return {k: v for k, v in layer.items() if k not in {t.value for t in Trigger}}
+
+    policy = TRIGGER_DEFAULTS[trigger]
+    policy = _override(policy, for_trigger(agent))
+    policy = _override(policy, for_trigger(thread))
+    return _tighten(policy, request)

@@ -1,0 +1,86 @@
+"""The one seam between the agent loop and any model: `complete` and `stream`.
+
+Adapters translate `ModelRequest` to their wire protocol and the answer back to `ModelResponse`.
+They raise `pressloop.errors.ProviderError` (with `retryable` set for 429, 5xx, timeouts and
+network errors) and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from pressloop.contracts import ActionCall, Message, Usage
+
+
+@dataclass(kw_only=True, frozen=True)
+class ToolSpec:
+    """An action offered to the model as a native tool."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(kw_only=True)
+class ModelRequest:
+    system: str
+    messages: list[Message]
+    tools: list[ToolSpec] = field(default_factory=list)
+    max_output_tokens: int | None = None
+    # For models without tool calling that support constrained decoding (the JSON protocol).
+    response_schema: dict[str, Any] | None = None
+
+
+@dataclass(kw_only=True)
+class ModelResponse:
+    text: str = ""
+    tool_calls: list[ActionCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
+    model: str = ""
+
+
+@dataclass(kw_only=True, frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(kw_only=True, frozen=True)
+class ResponseDone:
+    response: ModelResponse
+
+
+StreamPart = TextDelta | ResponseDone
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A model adapter. `stream` yields text deltas, then exactly one `ResponseDone`."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def supports_tools(self) -> bool: ...
+
+    async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]: ...
+
+
+async def complete_from_stream(stream: AsyncIterator[StreamPart]) -> ModelResponse:
+    """Drain a stream into its final response (for adapters whose `complete` is a stream)."""
+    final: ModelResponse | None = None
+    async for part in stream:
+        if isinstance(part, ResponseDone):
+            final = part.response
+    if final is None:
+        from pressloop.errors import ProviderError
+
+        raise ProviderError("the model stream ended without a final response", retryable=True)
+    return final

@@ -1,0 +1,267 @@
+"""The runner: turn one claimed run into one engine turn, and its outcome into durable state.
+
+Nothing here is chat-specific: chat, background workers, heartbeats and spawns all hand their
+claimed runs to `Runner.run_claim`.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pressloop.actions.executor import Executor
+from pressloop.actions.registry import ActionServices, Registry
+from pressloop.config import Settings
+from pressloop.contracts import (
+    FINAL_RUN_STATUSES,
+    Checkpoint,
+    DecisionProtocol,
+    ErrorInfo,
+    EventType,
+    Message,
+    NextAction,
+    Role,
+    RunStatus,
+    TurnRequest,
+    TurnResult,
+    TurnStatus,
+    Usage,
+)
+from pressloop.engine.loop import run_turn
+from pressloop.engine.ports import EngineDeps, PromptContext
+from pressloop.engine.prompt import memory_context
+from pressloop.engine.transcript import close_dangling_calls
+from pressloop.errors import LeaseLost, PressloopError
+from pressloop.providers.base import Provider
+from pressloop.runtime.backoff import full_jitter
+from pressloop.runtime.bus import EventBus
+from pressloop.runtime.clock import Now, utc_now
+from pressloop.runtime.memory import StoreMemory
+from pressloop.runtime.session import RunSession
+from pressloop.store import agents as agent_store
+from pressloop.store import events as event_store
+from pressloop.store import memories as memory_store
+from pressloop.store import runs as run_store
+from pressloop.store import settings_repo
+from pressloop.store import threads as thread_store
+from pressloop.store import usage as usage_store
+from pressloop.store.db import Database
+from pressloop.store.records import Claim, RunRecord
+
+log = logging.getLogger(__name__)
+
+KILL_SWITCH_SETTING = "agent_disabled"
+ENDED_EARLY = "not run: the turn ended before this action ran"
+
+TURN_TO_RUN_STATUS = {
+    TurnStatus.SUCCEEDED: RunStatus.SUCCEEDED,
+    TurnStatus.REQUIRES_APPROVAL: RunStatus.WAITING_APPROVAL,
+    TurnStatus.FAILED: RunStatus.FAILED,
+    TurnStatus.TIMED_OUT: RunStatus.TIMED_OUT,
+    TurnStatus.CANCELLED: RunStatus.CANCELLED,
+}
+
+
+@dataclass(kw_only=True)
+class Runner:
+    database: Database
+    settings: Settings
+    registry: Registry
+    bus: EventBus
+    provider: Callable[[], Provider]
+    owner: str
+    now: Now = utc_now
+    rand: Callable[[], float] = random.random
+    services: ActionServices = field(default_factory=ActionServices)
+    history_limit: int = 60
+
+    async def claim(self, run_id: str | None = None) -> Claim | None:
+        async with self.database.write() as conn:
+            return await run_store.claim_run(
+                conn,
+                owner=self.owner,
+                ttl_s=self.settings.lease_ttl_s,
+                now=self.now(),
+                run_id=run_id,
+            )
+
+    async def run_claim(self, claim: Claim) -> RunRecord | None:
+        """Run a claimed run to its next resting state; None if the lease was lost meanwhile."""
+        run = claim.run
+        async with self.database.read() as conn:
+            last_seq = await event_store.last_seq(conn, run.id)
+        session = RunSession(
+            database=self.database,
+            claim=claim,
+            bus=self.bus,
+            now=self.now,
+            lease_ttl_s=self.settings.lease_ttl_s,
+            lease_renew_s=self.settings.lease_renew_s,
+            last_seq=last_seq,
+        )
+        session.start()
+        try:
+            await session.emit(
+                EventType.RUN_STARTED,
+                {"attempt": run.attempt, "trigger": run.trigger.value, "worker": self.owner},
+            )
+            result = await self._turn(run, session)
+            await self._finish(run, session, result)
+        except LeaseLost as lost:
+            log.warning("run %s: %s", run.id, lost.message)
+            return None
+        finally:
+            await session.close()
+        async with self.database.read() as conn:
+            return await run_store.get_run(conn, run.id)
+
+    async def _turn(self, run: RunRecord, session: RunSession) -> TurnResult:
+        try:
+            provider = self.provider()
+        except PressloopError as problem:
+            await session.emit(EventType.ERROR, problem.info().model_dump())
+            return TurnResult(status=TurnStatus.FAILED, error=problem.info())
+        async with self.database.read() as conn:
+            deps = await self._deps(conn, run, provider, session)
+        request = TurnRequest(
+            thread_id=run.thread_id,
+            run_id=run.id,
+            agent_id=run.agent_id,
+            trigger=run.trigger,
+            message=run.input,
+            requesting_user=run.requesting_user,
+            execution_user=run.execution_user,
+            policy=run.policy,
+            idempotency_key=run.idempotency_key,
+            checkpoint=run.checkpoint,
+        )
+        return await run_turn(request, deps)
+
+    async def _deps(
+        self, conn: AsyncConnection, run: RunRecord, provider: Provider, session: RunSession
+    ) -> EngineDeps:
+        agent = await agent_store.get_agent(conn, run.agent_id)
+        history = await thread_store.list_messages(conn, run.thread_id, limit=self.history_limit)
+        memories = await memory_store.search_memories(conn, run.agent_id, run.input or "", limit=8)
+        disabled = self.settings.disable_agent or bool(
+            await settings_repo.get_setting(conn, KILL_SWITCH_SETTING, False)
+        )
+        protocol_setting = self.settings.decision_protocol
+        return EngineDeps(
+            provider=provider,
+            actions=Executor(self.registry, self.services_for(run)),
+            history=history,
+            prompt=PromptContext(
+                instructions=agent.instructions if agent else "",
+                agent_files=agent.files if agent else {},
+                memory_context=memory_context([m.content for m in memories]),
+            ),
+            protocol=None if protocol_setting == "auto" else DecisionProtocol(protocol_setting),
+            emit=session.emit,
+            save_checkpoint=session.save_checkpoint,
+            cancel_requested=lambda: session.cancel_requested,
+            disabled=disabled,
+            max_output_tokens=self.settings.max_output_tokens,
+        )
+
+    def services_for(self, run: RunRecord) -> ActionServices:
+        return ActionServices(
+            memory=self.services.memory or StoreMemory(self.database, self.now),
+            extra=self.services.extra,
+        )
+
+    async def _finish(self, run: RunRecord, session: RunSession, result: TurnResult) -> None:
+        now = self.now()
+        status = TURN_TO_RUN_STATUS[result.status]
+        not_before = None
+        attempt = None
+        retry = result.next_action is NextAction.RESCHEDULE and result.error is not None
+        if retry:
+            if run.attempt < run.max_attempts:
+                status = RunStatus.QUEUED
+                delay = full_jitter(
+                    run.attempt,
+                    base_s=self.settings.backoff_base_s,
+                    cap_s=self.settings.backoff_cap_s,
+                    rand=self.rand,
+                )
+                not_before = now.fromtimestamp(now.timestamp() + delay, tz=now.tzinfo)
+                attempt = run.attempt + 1
+            else:
+                status = RunStatus.DEAD
+        checkpoint = session.last_checkpoint or _initial_checkpoint(run)
+        transcript: list[Message] = []
+        if status in FINAL_RUN_STATUSES:
+            transcript = close_dangling_calls(checkpoint.messages, ENDED_EARLY)
+        usage_delta = _minus(result.usage, run.usage)
+        finished = {"status": status.value, "result": result.model_dump(mode="json")}
+        if not_before is not None:
+            finished["retry_at"] = not_before.isoformat()
+        if status is RunStatus.QUEUED:
+            await session.emit(
+                EventType.ERROR,
+                {
+                    **(result.error or ErrorInfo(cls="", message="")).model_dump(),
+                    "retry_at": finished.get("retry_at"),
+                    "attempt": run.attempt,
+                },
+            )
+        else:
+            await session.emit(EventType.RUN_FINISHED, finished)
+
+        async def persist(conn: AsyncConnection) -> None:
+            await run_store.finish_run(
+                conn,
+                session.claim,
+                status=status,
+                now=now,
+                result=result,
+                error=result.error,
+                usage=result.usage,
+                checkpoint=checkpoint,
+                not_before=not_before,
+                attempt=attempt,
+            )
+            await thread_store.append_messages(
+                conn, run.thread_id, transcript, now=now, run_id=run.id
+            )
+            await thread_store.touch_thread(conn, run.thread_id, now=now)
+            day = now.date().isoformat()
+            await usage_store.add_usage(
+                conn,
+                day=day,
+                scope="user",
+                subject=run.requesting_user or "anonymous",
+                usage=usage_delta,
+                runs=1 if status is not RunStatus.QUEUED else 0,
+            )
+            await usage_store.add_usage(
+                conn,
+                day=day,
+                scope="site",
+                subject=self.settings.wp_url or "default",
+                usage=usage_delta,
+                runs=1 if status is not RunStatus.QUEUED else 0,
+            )
+
+        await session.write(persist)
+
+
+def _initial_checkpoint(run: RunRecord) -> Checkpoint:
+    if run.checkpoint is not None:
+        return run.checkpoint
+    messages = [Message(role=Role.USER, content=run.input)] if run.input else []
+    return Checkpoint(messages=messages)
+
+
+def _minus(total: Usage, before: Usage) -> Usage:
+    return Usage(
+        input_tokens=max(0, total.input_tokens - before.input_tokens),
+        output_tokens=max(0, total.output_tokens - before.output_tokens),
+        model_calls=max(0, total.model_calls - before.model_calls),
+        action_calls=max(0, total.action_calls - before.action_calls),
+    )

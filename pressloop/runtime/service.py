@@ -1,0 +1,338 @@
+"""The service: one object that the API, the CLI and the worker share.
+
+It owns the database, the provider, the action registry and the runner, and offers the
+operations people use (submit a message, wait for or stream a run, cancel, requeue). Chat, API
+and background runs all go through `submit` and the same runner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pressloop.actions.memory import MEMORY_ACTIONS
+from pressloop.actions.registry import ActionSpec, Registry
+from pressloop.config import Settings
+from pressloop.contracts import (
+    FINAL_RUN_STATUSES,
+    Event,
+    EventType,
+    Multitask,
+    RunStatus,
+    Trigger,
+)
+from pressloop.errors import Conflict, InvalidRequest, NotFound, PayloadTooLarge
+from pressloop.policy import resolve_policy
+from pressloop.providers.base import Provider
+from pressloop.runtime.bus import EventBus
+from pressloop.runtime.clock import Now, utc_now
+from pressloop.runtime.runner import Runner
+from pressloop.runtime.worker import Worker
+from pressloop.store import agents as agent_store
+from pressloop.store import events as event_store
+from pressloop.store import migrate
+from pressloop.store import runs as run_store
+from pressloop.store import threads as thread_store
+from pressloop.store.db import Database
+from pressloop.store.records import RunRecord, ThreadRecord
+
+log = logging.getLogger(__name__)
+
+RESTING = FINAL_RUN_STATUSES | {RunStatus.WAITING_APPROVAL}
+
+
+def default_owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(kw_only=True)
+class Submission:
+    run: RunRecord
+    created: bool
+
+
+class Service:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        database: Database,
+        provider: Callable[[], Provider],
+        actions: list[ActionSpec] | None = None,
+        now: Now = utc_now,
+        owner: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.database = database
+        self.now = now
+        self.bus = EventBus()
+        self.registry = Registry(actions if actions is not None else list(MEMORY_ACTIONS))
+        self.runner = Runner(
+            database=database,
+            settings=settings,
+            registry=self.registry,
+            bus=self.bus,
+            provider=provider,
+            owner=owner or default_owner(),
+            now=now,
+        )
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.worker: Worker | None = None
+
+    @classmethod
+    async def open(
+        cls,
+        settings: Settings,
+        *,
+        provider: Callable[[], Provider] | None = None,
+        upgrade: bool = True,
+        **kwargs: Any,
+    ) -> Service:
+        database = Database.open(settings.resolved_database_url())
+        if upgrade:
+            await migrate.upgrade(database)
+        service = cls(
+            settings=settings,
+            database=database,
+            provider=provider or cached_provider(settings),
+            **kwargs,
+        )
+        async with database.write() as conn:
+            await agent_store.ensure_agent(conn, now=service.now())
+        return service
+
+    def start_worker(self, concurrency: int | None = None) -> Worker:
+        """Run a worker inside this process (what `pressloop serve` does)."""
+        self.worker = Worker(
+            self.runner,
+            concurrency=concurrency or self.settings.worker_concurrency,
+            poll_s=self.settings.worker_poll_s,
+        )
+        self._keep(asyncio.create_task(self.worker.run_forever(), name="worker"))
+        return self.worker
+
+    def _keep(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def close(self) -> None:
+        if self.worker is not None:
+            await self.worker.stop()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.database.close()
+
+    # Threads ---------------------------------------------------------------------------------
+
+    async def create_thread(
+        self,
+        *,
+        title: str = "",
+        created_by: str | None = None,
+        agent_id: str = agent_store.DEFAULT_AGENT_ID,
+        metadata: dict[str, Any] | None = None,
+    ) -> ThreadRecord:
+        async with self.database.write() as conn:
+            if await agent_store.get_agent(conn, agent_id) is None:
+                raise NotFound(f"agent {agent_id!r} does not exist")
+            return await thread_store.create_thread(
+                conn,
+                agent_id=agent_id,
+                now=self.now(),
+                title=title,
+                created_by=created_by,
+                metadata=metadata,
+            )
+
+    async def thread(self, thread_id: str) -> ThreadRecord:
+        async with self.database.read() as conn:
+            thread = await thread_store.get_thread(conn, thread_id)
+        if thread is None:
+            raise NotFound(f"thread {thread_id!r} does not exist")
+        return thread
+
+    async def thread_detail(self, thread_id: str) -> dict[str, Any]:
+        thread = await self.thread(thread_id)
+        async with self.database.read() as conn:
+            messages = await thread_store.list_messages(conn, thread_id)
+            runs = await run_store.list_runs(conn, thread_id=thread_id, limit=200)
+            children = await thread_store.list_threads(conn, parent_id=thread_id)
+        return {"thread": thread, "messages": messages, "runs": runs, "children": children}
+
+    async def list_threads(self, limit: int = 50) -> list[ThreadRecord]:
+        async with self.database.read() as conn:
+            return await thread_store.list_threads(conn, limit=limit)
+
+    # Runs ------------------------------------------------------------------------------------
+
+    async def submit(
+        self,
+        thread_id: str,
+        message: str | None,
+        *,
+        trigger: Trigger = Trigger.CHAT,
+        user: str | None = None,
+        multitask: Multitask = Multitask.ENQUEUE,
+        idempotency_key: str | None = None,
+        policy: dict[str, Any] | None = None,
+    ) -> Submission:
+        """Queue a run of `message` on the thread, following `multitask` if the thread is busy."""
+        if message is not None and len(message) > self.settings.max_message_chars:
+            raise PayloadTooLarge(
+                f"the message has {len(message)} characters; the limit is "
+                f"{self.settings.max_message_chars} (PRESSLOOP_MAX_MESSAGE_CHARS)"
+            )
+        if message is not None and not message.strip():
+            raise InvalidRequest("the message is empty")
+        now = self.now()
+        async with self.database.write() as conn:
+            thread = await thread_store.get_thread(conn, thread_id)
+            if thread is None:
+                raise NotFound(f"thread {thread_id!r} does not exist")
+            agent = await agent_store.get_agent(conn, thread.agent_id)
+            if idempotency_key is None or not await run_store.find_by_key(
+                conn, thread_id, idempotency_key
+            ):
+                active = await run_store.active_run(conn, thread_id)
+                if active is not None and multitask is Multitask.REJECT:
+                    raise Conflict(
+                        f"thread {thread_id} is busy with run {active.id} ({active.status.value})"
+                    )
+                if active is not None and multitask is Multitask.INTERRUPT:
+                    await run_store.request_cancel(conn, active.id, now=now)
+            resolved = resolve_policy(
+                trigger,
+                agent=agent.policy if agent else None,
+                thread=thread.metadata.get("policy"),
+                request=policy,
+            )
+            run, created = await run_store.create_run(
+                conn,
+                thread_id=thread_id,
+                agent_id=thread.agent_id,
+                trigger=trigger,
+                input=message,
+                policy=resolved,
+                now=now,
+                requesting_user=user,
+                execution_user=user,
+                multitask=multitask.value,
+                max_attempts=self.settings.max_attempts,
+                idempotency_key=idempotency_key,
+            )
+            if created:
+                await thread_store.touch_thread(conn, thread_id, now=now)
+        if created and self.worker is not None:
+            self.worker.wake()
+        return Submission(run=run, created=created)
+
+    async def run(self, run_id: str) -> RunRecord:
+        async with self.database.read() as conn:
+            run = await run_store.get_run(conn, run_id)
+        if run is None:
+            raise NotFound(f"run {run_id!r} does not exist")
+        return run
+
+    async def list_runs(
+        self, *, thread_id: str | None = None, status: RunStatus | None = None, limit: int = 50
+    ) -> list[RunRecord]:
+        async with self.database.read() as conn:
+            return await run_store.list_runs(conn, thread_id=thread_id, status=status, limit=limit)
+
+    async def run_now(self, run_id: str) -> RunRecord | None:
+        """Claim this run here and run it, if it is runnable now (else a worker will)."""
+        claim = await self.runner.claim(run_id)
+        if claim is None:
+            return None
+        return await self.runner.run_claim(claim)
+
+    def start_run_soon(self, run_id: str) -> None:
+        self._keep(asyncio.create_task(self.run_now(run_id), name=f"run:{run_id}"))
+
+    async def wait(self, run_id: str, timeout_s: float | None = None) -> RunRecord:
+        """Wait until the run rests (finished, or waiting for an approval)."""
+        deadline = asyncio.get_running_loop().time() + (timeout_s or self.settings.wait_timeout_s)
+        while True:
+            waiter = self.bus.subscribe(run_id)
+            try:
+                run = await self.run(run_id)
+                left = deadline - asyncio.get_running_loop().time()
+                if run.status in RESTING or left <= 0:
+                    return run
+                try:
+                    async with asyncio.timeout(min(left, self.settings.event_poll_s * 5)):
+                        await waiter.wait()
+                except TimeoutError:
+                    pass
+            finally:
+                self.bus.unsubscribe(run_id, waiter)
+
+    async def events(self, run_id: str, *, after: int = 0, limit: int = 1000) -> list[Event]:
+        await self.run(run_id)
+        async with self.database.read() as conn:
+            return await event_store.list_events(conn, run_id, after_seq=after, limit=limit)
+
+    async def follow(self, run_id: str, *, after: int = 0) -> AsyncIterator[Event]:
+        """Every event after `after`, live, until the run rests; each exactly once, in order."""
+        seen = after
+        while True:
+            waiter = self.bus.subscribe(run_id)
+            try:
+                batch = await self.events(run_id, after=seen)
+                for event in batch:
+                    seen = event.seq
+                    yield event
+                if batch and batch[-1].type is EventType.RUN_FINISHED:
+                    return
+                if not batch:
+                    run = await self.run(run_id)
+                    if run.status in RESTING and not await self.events(run_id, after=seen):
+                        return
+                    try:
+                        async with asyncio.timeout(self.settings.event_poll_s):
+                            await waiter.wait()
+                    except TimeoutError:
+                        pass
+            finally:
+                self.bus.unsubscribe(run_id, waiter)
+
+    async def cancel(self, run_id: str) -> RunRecord:
+        async with self.database.write() as conn:
+            run = await run_store.request_cancel(conn, run_id, now=self.now())
+        if run is None:
+            raise NotFound(f"run {run_id!r} does not exist")
+        self.bus.notify(run_id)
+        return run
+
+    async def requeue(self, run_id: str) -> RunRecord:
+        run = await self.run(run_id)
+        if run.status not in (RunStatus.DEAD, RunStatus.FAILED, RunStatus.TIMED_OUT):
+            raise Conflict(
+                f"run {run_id} is {run.status.value}; only dead, failed or timed-out "
+                "runs can be requeued"
+            )
+        async with self.database.write() as conn:
+            requeued = await run_store.requeue(conn, run_id, now=self.now())
+        assert requeued is not None
+        return requeued
+
+
+def cached_provider(settings: Settings) -> Callable[[], Provider]:
+    """Build the configured provider once (its HTTP client pools connections); a missing
+    configuration is reported on every turn until it is fixed."""
+    built: list[Provider] = []
+
+    def get() -> Provider:
+        if not built:
+            from pressloop.providers.factory import build_provider
+
+            built.append(build_provider(settings))
+        return built[0]
+
+    return get

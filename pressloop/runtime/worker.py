@@ -1,0 +1,90 @@
+"""A worker: claims queued runs and runs up to `concurrency` of them at once (asyncio tasks).
+
+Many workers (in one process or many, on many machines) can share one PostgreSQL: claims use
+`FOR UPDATE SKIP LOCKED`, and the partial unique index keeps one running run per thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from pressloop.runtime.clock import Sleep, real_sleep
+from pressloop.runtime.runner import Runner
+from pressloop.store import runs as run_store
+
+log = logging.getLogger(__name__)
+
+
+class Worker:
+    def __init__(
+        self,
+        runner: Runner,
+        *,
+        concurrency: int,
+        poll_s: float,
+        sleep: Sleep = real_sleep,
+    ) -> None:
+        self.runner = runner
+        self.concurrency = concurrency
+        self.poll_s = poll_s
+        self.sleep = sleep
+        self._slots = asyncio.Semaphore(concurrency)
+        self._running: set[asyncio.Task[Any]] = set()
+        self._stopping = asyncio.Event()
+        self._wake = asyncio.Event()
+
+    def wake(self) -> None:
+        """Look for work now instead of at the next poll (a run was just queued)."""
+        self._wake.set()
+
+    async def run_forever(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                claimed = await self.tick()
+            except Exception:  # a database hiccup must not end the worker
+                log.exception("worker tick failed")
+                claimed = 0
+            if claimed == 0:
+                self._wake.clear()
+                try:
+                    async with asyncio.timeout(self.poll_s):
+                        await self._wake.wait()
+                except TimeoutError:
+                    pass
+
+    async def tick(self) -> int:
+        """Requeue runs whose lease expired, then claim as many runs as there are free slots."""
+        async with self.runner.database.write() as conn:
+            await run_store.reclaim_expired(conn, now=self.runner.now())
+        claimed = 0
+        while not self._stopping.is_set() and not self._slots.locked():
+            claim = await self.runner.claim()
+            if claim is None:
+                break
+            await self._slots.acquire()
+            task = asyncio.create_task(self._run(claim), name=f"run:{claim.run.id}")
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+            claimed += 1
+        return claimed
+
+    async def _run(self, claim: Any) -> None:
+        try:
+            await self.runner.run_claim(claim)
+        except Exception:
+            log.exception("run %s crashed", claim.run.id)
+        finally:
+            self._slots.release()
+
+    async def stop(self, grace_s: float = 10.0) -> None:
+        """Stop claiming; give running turns `grace_s` to finish, then cancel them (their lease
+        expires and another worker resumes them from their checkpoint)."""
+        self._stopping.set()
+        self._wake.set()
+        if self._running:
+            _done, pending = await asyncio.wait(self._running, timeout=grace_s)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)

@@ -1,0 +1,58 @@
+"""Agents: the persona, files (AGENTS.md, SOUL.md, HEARTBEAT.md) and policy a thread runs with."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pressloop.store.records import AgentRecord
+from pressloop.store.schema import agents
+
+DEFAULT_AGENT_ID = "default"
+
+
+def _agent(row: sa.Row[Any]) -> AgentRecord:
+    m = row._mapping
+    return AgentRecord(
+        id=m["id"],
+        name=m["name"],
+        instructions=m["instructions"],
+        files=m["files"] or {},
+        policy=m["policy"] or {},
+        created_at=m["created_at"],
+    )
+
+
+async def get_agent(conn: AsyncConnection, agent_id: str) -> AgentRecord | None:
+    row = (await conn.execute(sa.select(agents).where(agents.c.id == agent_id))).one_or_none()
+    return _agent(row) if row else None
+
+
+async def ensure_agent(
+    conn: AsyncConnection,
+    *,
+    now: datetime,
+    agent_id: str = DEFAULT_AGENT_ID,
+    name: str = "Site assistant",
+    instructions: str = "",
+    files: dict[str, str] | None = None,
+) -> AgentRecord:
+    existing = await get_agent(conn, agent_id)
+    if existing is not None:
+        return existing
+    await conn.execute(
+        sa.insert(agents).values(
+            id=agent_id,
+            name=name,
+            instructions=instructions,
+            files=files or {},
+            policy={},
+            created_at=now,
+        )
+    )
+    created = await get_agent(conn, agent_id)
+    assert created is not None
+    return created

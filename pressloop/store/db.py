@@ -1,0 +1,89 @@
+"""Connections and transactions for SQLite and PostgreSQL.
+
+SQLite: WAL, a busy timeout, and `BEGIN IMMEDIATE` for every writing transaction so that two
+writers queue at BEGIN instead of failing half-way (the DBOS recipe). PostgreSQL: asyncpg.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+
+def normalise_url(url: str) -> str:
+    """Accept the URLs people write (`postgresql://`, `sqlite:///`) and pick async drivers."""
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres", "postgresql+psycopg2"):
+        parsed = parsed.set(drivername="postgresql+asyncpg")
+    elif parsed.drivername in ("sqlite", "sqlite+pysqlite"):
+        parsed = parsed.set(drivername="sqlite+aiosqlite")
+    return parsed.render_as_string(hide_password=False)
+
+
+def _prepare_sqlite(engine: AsyncEngine, synchronous: str) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take BEGIN out of the driver's hands: we emit it ourselves below.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        mode = conn.get_execution_options().get("sqlite_begin", "IMMEDIATE")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+class Database:
+    """One engine and the two kinds of transaction every repository function runs inside."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self.dialect = engine.dialect.name
+
+    @classmethod
+    def open(cls, url: str, *, sqlite_synchronous: str = "NORMAL", pool_size: int = 10) -> Database:
+        url = normalise_url(url)
+        parsed = make_url(url)
+        if parsed.drivername.startswith("sqlite"):
+            if parsed.database and parsed.database != ":memory:":
+                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            engine = create_async_engine(url, connect_args={"timeout": 30})
+            _prepare_sqlite(engine, sqlite_synchronous)
+        else:
+            engine = create_async_engine(
+                url, pool_size=pool_size, max_overflow=pool_size * 2, pool_pre_ping=True
+            )
+        return cls(engine)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.dialect == "sqlite"
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncConnection]:
+        """A transaction that may write; commits on success, rolls back on any error."""
+        async with self.engine.begin() as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncConnection]:
+        """A read-only transaction; on SQLite it does not take the write lock."""
+        async with self.engine.connect() as conn:
+            if self.is_sqlite:
+                conn = await conn.execution_options(sqlite_begin="DEFERRED")
+            async with conn.begin():
+                yield conn
+
+    async def close(self) -> None:
+        await self.engine.dispose()

@@ -1,0 +1,115 @@
+"""What the repositories return: plain records, one per table row kind."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pressloop.contracts import Checkpoint, ErrorInfo, Policy, RunStatus, Trigger, TurnResult, Usage
+
+
+@dataclass(kw_only=True)
+class AgentRecord:
+    id: str
+    name: str
+    instructions: str
+    files: dict[str, str]
+    policy: dict[str, Any]
+    created_at: datetime
+
+
+@dataclass(kw_only=True)
+class ThreadRecord:
+    id: str
+    agent_id: str
+    parent_id: str | None
+    depth: int
+    title: str
+    status: str
+    created_by: str | None
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(kw_only=True)
+class RunRecord:
+    id: str
+    thread_id: str
+    agent_id: str
+    trigger: Trigger
+    status: RunStatus
+    input: str | None
+    requesting_user: str | None
+    execution_user: str | None
+    policy: Policy
+    multitask: str
+    attempt: int
+    max_attempts: int
+    not_before: datetime
+    lease_owner: str | None
+    lease_token: int
+    lease_expires_at: datetime | None
+    idempotency_key: str | None
+    checkpoint: Checkpoint | None
+    result: TurnResult | None
+    usage: Usage
+    error: ErrorInfo | None
+    cancel_requested: bool
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    updated_at: datetime
+
+    def public(self) -> dict[str, Any]:
+        """The run as the API shows it (the checkpoint stays internal)."""
+        return {
+            "id": self.id,
+            "thread_id": self.thread_id,
+            "agent_id": self.agent_id,
+            "trigger": self.trigger.value,
+            "status": self.status.value,
+            "input": self.input,
+            "requesting_user": self.requesting_user,
+            "attempt": self.attempt,
+            "max_attempts": self.max_attempts,
+            "not_before": self.not_before,
+            "lease_owner": self.lease_owner,
+            "lease_expires_at": self.lease_expires_at,
+            "idempotency_key": self.idempotency_key,
+            "multitask": self.multitask,
+            "result": self.result.model_dump(mode="json") if self.result else None,
+            "usage": self.usage.model_dump(),
+            "error": self.error.model_dump() if self.error else None,
+            "created_at": self.created_at,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+        }
+
+
+@dataclass(kw_only=True)
+class Claim:
+    """A run this worker now holds: every write it makes carries `token` (fencing)."""
+
+    run: RunRecord
+    owner: str
+    token: int
+
+
+@dataclass(kw_only=True)
+class MemoryRecord:
+    id: int
+    agent_id: str
+    content: str
+    tags: list[str] = field(default_factory=list)
+    created_at: datetime | None = None
+
+
+@dataclass(kw_only=True)
+class TokenRecord:
+    id: str
+    name: str
+    role: str
+    created_at: datetime
+    revoked_at: datetime | None

@@ -1,0 +1,369 @@
+"""Runs: create (idempotent), claim with a lease, fence every write, finish, retry, cancel.
+
+Every function takes an open transaction. A claimed run is written only through `fence`, which
+renews the lease *and* checks the token in one UPDATE: a worker that lost its lease finds zero rows
+and stops (DESIGN.md section 8).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pressloop.contracts import (
+    FINAL_RUN_STATUSES,
+    Checkpoint,
+    ErrorInfo,
+    Policy,
+    RunStatus,
+    Trigger,
+    TurnResult,
+    Usage,
+)
+from pressloop.errors import LeaseLost
+from pressloop.store.ids import new_id
+from pressloop.store.records import Claim, RunRecord
+from pressloop.store.schema import runs
+
+# A thread is busy while one of its runs is running or paused on an approval.
+BUSY_STATUSES = (RunStatus.RUNNING.value, RunStatus.WAITING_APPROVAL.value)
+
+
+def to_record(row: sa.Row[Any]) -> RunRecord:
+    m = row._mapping
+    return RunRecord(
+        id=m["id"],
+        thread_id=m["thread_id"],
+        agent_id=m["agent_id"],
+        trigger=Trigger(m["trigger"]),
+        status=RunStatus(m["status"]),
+        input=m["input"],
+        requesting_user=m["requesting_user"],
+        execution_user=m["execution_user"],
+        policy=Policy.model_validate(m["policy"]),
+        multitask=m["multitask"],
+        attempt=m["attempt"],
+        max_attempts=m["max_attempts"],
+        not_before=m["not_before"],
+        lease_owner=m["lease_owner"],
+        lease_token=m["lease_token"],
+        lease_expires_at=m["lease_expires_at"],
+        idempotency_key=m["idempotency_key"],
+        checkpoint=Checkpoint.model_validate(m["checkpoint"]) if m["checkpoint"] else None,
+        result=TurnResult.model_validate(m["result"]) if m["result"] else None,
+        usage=Usage.model_validate(m["usage"] or {}),
+        error=ErrorInfo.model_validate(m["error"]) if m["error"] else None,
+        cancel_requested=bool(m["cancel_requested"]),
+        created_at=m["created_at"],
+        started_at=m["started_at"],
+        finished_at=m["finished_at"],
+        updated_at=m["updated_at"],
+    )
+
+
+def _insert(conn: AsyncConnection) -> Any:
+    return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(runs)
+
+
+async def create_run(
+    conn: AsyncConnection,
+    *,
+    thread_id: str,
+    agent_id: str,
+    trigger: Trigger,
+    input: str | None,
+    policy: Policy,
+    now: datetime,
+    requesting_user: str | None = None,
+    execution_user: str | None = None,
+    multitask: str = "enqueue",
+    max_attempts: int = 5,
+    idempotency_key: str | None = None,
+    not_before: datetime | None = None,
+) -> tuple[RunRecord, bool]:
+    """Queue a run; with an idempotency key already used on this thread, return that run."""
+    values = {
+        "id": new_id("run"),
+        "thread_id": thread_id,
+        "agent_id": agent_id,
+        "trigger": trigger.value,
+        "status": RunStatus.QUEUED.value,
+        "input": input,
+        "requesting_user": requesting_user,
+        "execution_user": execution_user,
+        "policy": policy.model_dump(mode="json"),
+        "multitask": multitask,
+        "max_attempts": max_attempts,
+        "not_before": not_before or now,
+        "idempotency_key": idempotency_key,
+        "usage": Usage().model_dump(),
+        "created_at": now,
+        "updated_at": now,
+    }
+    statement = _insert(conn).values(**values)
+    if idempotency_key is not None:
+        statement = statement.on_conflict_do_nothing(
+            index_elements=["thread_id", "idempotency_key"]
+        )
+    inserted = (await conn.execute(statement)).rowcount == 1
+    if inserted:
+        record = await get_run(conn, values["id"])
+    else:
+        assert idempotency_key is not None
+        record = await find_by_key(conn, thread_id, idempotency_key)
+    assert record is not None
+    return record, inserted
+
+
+async def get_run(conn: AsyncConnection, run_id: str) -> RunRecord | None:
+    row = (await conn.execute(sa.select(runs).where(runs.c.id == run_id))).one_or_none()
+    return to_record(row) if row else None
+
+
+async def find_by_key(conn: AsyncConnection, thread_id: str, key: str) -> RunRecord | None:
+    row = (
+        await conn.execute(
+            sa.select(runs).where(runs.c.thread_id == thread_id, runs.c.idempotency_key == key)
+        )
+    ).one_or_none()
+    return to_record(row) if row else None
+
+
+async def list_runs(
+    conn: AsyncConnection,
+    *,
+    thread_id: str | None = None,
+    status: RunStatus | None = None,
+    limit: int = 50,
+) -> list[RunRecord]:
+    query = sa.select(runs).order_by(runs.c.created_at.desc(), runs.c.id.desc()).limit(limit)
+    if thread_id is not None:
+        query = query.where(runs.c.thread_id == thread_id)
+    if status is not None:
+        query = query.where(runs.c.status == status.value)
+    return [to_record(row) for row in (await conn.execute(query)).all()]
+
+
+async def active_run(conn: AsyncConnection, thread_id: str) -> RunRecord | None:
+    """The run that keeps this thread busy now, if any."""
+    row = (
+        await conn.execute(
+            sa.select(runs)
+            .where(runs.c.thread_id == thread_id, runs.c.status.in_(BUSY_STATUSES))
+            .limit(1)
+        )
+    ).one_or_none()
+    return to_record(row) if row else None
+
+
+def _claimable(now: datetime, run_id: str | None) -> sa.Select[Any]:
+    other = runs.alias("other")
+    query = (
+        sa.select(runs.c.id)
+        .where(runs.c.status == RunStatus.QUEUED.value, runs.c.not_before <= now)
+        .where(
+            ~sa.exists().where(
+                other.c.thread_id == runs.c.thread_id, other.c.status.in_(BUSY_STATUSES)
+            )
+        )
+        # Runs of one thread go in the order they were queued.
+        .where(
+            ~sa.exists().where(
+                other.c.thread_id == runs.c.thread_id,
+                other.c.status == RunStatus.QUEUED.value,
+                other.c.created_at < runs.c.created_at,
+            )
+        )
+        .order_by(runs.c.not_before, runs.c.created_at)
+        .limit(1)
+    )
+    if run_id is not None:
+        query = query.where(runs.c.id == run_id)
+    return query
+
+
+async def claim_run(
+    conn: AsyncConnection,
+    *,
+    owner: str,
+    ttl_s: float,
+    now: datetime,
+    run_id: str | None = None,
+) -> Claim | None:
+    """Take the next runnable run (or exactly `run_id`) with a fresh lease; None if none is free."""
+    query = _claimable(now, run_id)
+    if conn.dialect.name == "postgresql":
+        query = query.with_for_update(skip_locked=True, of=runs)
+    chosen = (await conn.execute(query)).scalar_one_or_none()
+    if chosen is None:
+        return None
+    try:
+        # A savepoint, so that losing the race to the unique index leaves the transaction usable.
+        async with conn.begin_nested():
+            row = (
+                await conn.execute(
+                    sa.update(runs)
+                    .where(runs.c.id == chosen, runs.c.status == RunStatus.QUEUED.value)
+                    .values(
+                        status=RunStatus.RUNNING.value,
+                        lease_owner=owner,
+                        lease_token=runs.c.lease_token + 1,
+                        lease_expires_at=now + timedelta(seconds=ttl_s),
+                        attempt=sa.case((runs.c.attempt == 0, 1), else_=runs.c.attempt),
+                        started_at=sa.func.coalesce(runs.c.started_at, now),
+                        updated_at=now,
+                    )
+                    .returning(*runs.c)
+                )
+            ).one_or_none()
+    except IntegrityError:
+        return None
+    if row is None:
+        return None
+    record = to_record(row)
+    return Claim(run=record, owner=owner, token=record.lease_token)
+
+
+async def fence(conn: AsyncConnection, claim: Claim, *, now: datetime, ttl_s: float) -> bool:
+    """Renew the lease if this claim still holds it; raise LeaseLost otherwise.
+
+    Returns whether a person asked to cancel the run, so the runner learns it at a safe point.
+    """
+    row = (
+        await conn.execute(
+            sa.update(runs)
+            .where(
+                runs.c.id == claim.run.id,
+                runs.c.lease_token == claim.token,
+                runs.c.status == RunStatus.RUNNING.value,
+            )
+            .values(lease_expires_at=now + timedelta(seconds=ttl_s), updated_at=now)
+            .returning(runs.c.cancel_requested)
+        )
+    ).one_or_none()
+    if row is None:
+        raise LeaseLost(f"run {claim.run.id}: the lease (token {claim.token}) is no longer ours")
+    return bool(row[0])
+
+
+async def save_checkpoint(
+    conn: AsyncConnection, claim: Claim, checkpoint: Checkpoint, *, now: datetime
+) -> None:
+    await conn.execute(
+        sa.update(runs)
+        .where(runs.c.id == claim.run.id, runs.c.lease_token == claim.token)
+        .values(checkpoint=checkpoint.model_dump(mode="json"), updated_at=now)
+    )
+
+
+async def finish_run(
+    conn: AsyncConnection,
+    claim: Claim,
+    *,
+    status: RunStatus,
+    now: datetime,
+    result: TurnResult | None = None,
+    error: ErrorInfo | None = None,
+    usage: Usage | None = None,
+    checkpoint: Checkpoint | None = None,
+    not_before: datetime | None = None,
+    attempt: int | None = None,
+) -> None:
+    """Leave `running` for any other state (final, queued for a retry, waiting for approval)."""
+    values: dict[str, Any] = {
+        "status": status.value,
+        "lease_owner": None,
+        "lease_expires_at": None,
+        "updated_at": now,
+        "cancel_requested": False,
+    }
+    if result is not None:
+        values["result"] = result.model_dump(mode="json")
+    if error is not None:
+        values["error"] = error.model_dump()
+    if usage is not None:
+        values["usage"] = usage.model_dump()
+    if checkpoint is not None:
+        values["checkpoint"] = checkpoint.model_dump(mode="json")
+    if not_before is not None:
+        values["not_before"] = not_before
+    if attempt is not None:
+        values["attempt"] = attempt
+    if status in FINAL_RUN_STATUSES:
+        values["finished_at"] = now
+    done = await conn.execute(
+        sa.update(runs)
+        .where(
+            runs.c.id == claim.run.id,
+            runs.c.lease_token == claim.token,
+            runs.c.status == RunStatus.RUNNING.value,
+        )
+        .values(**values)
+    )
+    if done.rowcount != 1:
+        raise LeaseLost(f"run {claim.run.id}: the lease (token {claim.token}) is no longer ours")
+
+
+async def reclaim_expired(conn: AsyncConnection, *, now: datetime) -> list[str]:
+    """Put runs whose worker stopped renewing back in the queue (they resume from checkpoint)."""
+    expired = (
+        await conn.execute(
+            sa.update(runs)
+            .where(runs.c.status == RunStatus.RUNNING.value, runs.c.lease_expires_at < now)
+            .values(
+                status=RunStatus.QUEUED.value,
+                lease_owner=None,
+                lease_expires_at=None,
+                not_before=now,
+                updated_at=now,
+            )
+            .returning(runs.c.id)
+        )
+    ).scalars()
+    return list(expired)
+
+
+async def request_cancel(conn: AsyncConnection, run_id: str, *, now: datetime) -> RunRecord | None:
+    """Cancel a queued or paused run at once; ask a running one to stop at its next safe point."""
+    run = await get_run(conn, run_id)
+    if run is None:
+        return None
+    if run.status in (RunStatus.QUEUED, RunStatus.WAITING_APPROVAL):
+        await conn.execute(
+            sa.update(runs)
+            .where(runs.c.id == run_id, runs.c.status == run.status.value)
+            .values(status=RunStatus.CANCELLED.value, finished_at=now, updated_at=now)
+        )
+    elif run.status == RunStatus.RUNNING:
+        await conn.execute(
+            sa.update(runs).where(runs.c.id == run_id).values(cancel_requested=True, updated_at=now)
+        )
+    return await get_run(conn, run_id)
+
+
+async def requeue(conn: AsyncConnection, run_id: str, *, now: datetime) -> RunRecord | None:
+    """Bring a dead, failed or timed-out run back to the queue with fresh attempts."""
+    await conn.execute(
+        sa.update(runs)
+        .where(
+            runs.c.id == run_id,
+            runs.c.status.in_(
+                [RunStatus.DEAD.value, RunStatus.FAILED.value, RunStatus.TIMED_OUT.value]
+            ),
+        )
+        .values(
+            status=RunStatus.QUEUED.value,
+            attempt=0,
+            not_before=now,
+            finished_at=None,
+            error=None,
+            result=None,
+            updated_at=now,
+        )
+    )
+    return await get_run(conn, run_id)

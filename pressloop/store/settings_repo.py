@@ -1,0 +1,30 @@
+"""Settings kept in the database (changed from the UI or API without a restart)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pressloop.store.schema import settings
+
+
+async def get_setting(conn: AsyncConnection, key: str, default: Any = None) -> Any:
+    row = (
+        await conn.execute(sa.select(settings.c.value).where(settings.c.key == key))
+    ).one_or_none()
+    return default if row is None else row[0]
+
+
+async def set_setting(conn: AsyncConnection, key: str, value: Any, *, now: datetime) -> None:
+    insert = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(
+        settings
+    ).values(key=key, value=value, updated_at=now)
+    await conn.execute(
+        insert.on_conflict_do_update(
+            index_elements=["key"], set_={"value": insert.excluded.value, "updated_at": now}
+        )
+    )

@@ -1,0 +1,137 @@
+"""Threads and their messages (the conversation every turn continues)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pressloop.contracts import ActionCall, Message, Role
+from pressloop.store.ids import new_id
+from pressloop.store.records import ThreadRecord
+from pressloop.store.schema import messages, threads
+
+
+def _thread(row: sa.Row[Any]) -> ThreadRecord:
+    m = row._mapping
+    return ThreadRecord(
+        id=m["id"],
+        agent_id=m["agent_id"],
+        parent_id=m["parent_id"],
+        depth=m["depth"],
+        title=m["title"],
+        status=m["status"],
+        created_by=m["created_by"],
+        metadata=m["metadata"] or {},
+        created_at=m["created_at"],
+        updated_at=m["updated_at"],
+    )
+
+
+async def create_thread(
+    conn: AsyncConnection,
+    *,
+    agent_id: str,
+    now: datetime,
+    title: str = "",
+    created_by: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    parent_id: str | None = None,
+    depth: int = 0,
+) -> ThreadRecord:
+    thread_id = new_id("thr")
+    await conn.execute(
+        sa.insert(threads).values(
+            id=thread_id,
+            agent_id=agent_id,
+            parent_id=parent_id,
+            depth=depth,
+            title=title[:200],
+            status="idle",
+            created_by=created_by,
+            metadata=metadata or {},
+            created_at=now,
+            updated_at=now,
+        )
+    )
+    thread = await get_thread(conn, thread_id)
+    assert thread is not None
+    return thread
+
+
+async def get_thread(conn: AsyncConnection, thread_id: str) -> ThreadRecord | None:
+    row = (await conn.execute(sa.select(threads).where(threads.c.id == thread_id))).one_or_none()
+    return _thread(row) if row else None
+
+
+async def list_threads(
+    conn: AsyncConnection, *, limit: int = 50, parent_id: str | None = None
+) -> list[ThreadRecord]:
+    query = sa.select(threads).order_by(threads.c.updated_at.desc()).limit(limit)
+    if parent_id is not None:
+        query = query.where(threads.c.parent_id == parent_id)
+    return [_thread(row) for row in (await conn.execute(query)).all()]
+
+
+async def touch_thread(
+    conn: AsyncConnection, thread_id: str, *, now: datetime, status: str | None = None
+) -> None:
+    values: dict[str, Any] = {"updated_at": now}
+    if status is not None:
+        values["status"] = status
+    await conn.execute(sa.update(threads).where(threads.c.id == thread_id).values(**values))
+
+
+async def append_messages(
+    conn: AsyncConnection,
+    thread_id: str,
+    items: Sequence[Message],
+    *,
+    now: datetime,
+    run_id: str | None = None,
+) -> None:
+    if not items:
+        return
+    await conn.execute(
+        sa.insert(messages),
+        [
+            {
+                "thread_id": thread_id,
+                "run_id": run_id,
+                "role": m.role.value,
+                "content": m.content,
+                "tool_calls": [c.model_dump() for c in m.tool_calls] or None,
+                "tool_call_id": m.tool_call_id,
+                "name": m.name,
+                "untrusted": m.untrusted,
+                "created_at": now,
+            }
+            for m in items
+        ],
+    )
+
+
+async def list_messages(
+    conn: AsyncConnection, thread_id: str, *, limit: int | None = None
+) -> list[Message]:
+    """The thread's transcript, oldest first (the newest `limit` messages when given)."""
+    query = sa.select(messages).where(messages.c.thread_id == thread_id)
+    if limit is not None:
+        query = query.order_by(messages.c.id.desc()).limit(limit)
+        rows = list(reversed((await conn.execute(query)).all()))
+    else:
+        rows = list((await conn.execute(query.order_by(messages.c.id))).all())
+    return [
+        Message(
+            role=Role(r.role),
+            content=r.content,
+            tool_calls=[ActionCall.model_validate(c) for c in (r.tool_calls or [])],
+            tool_call_id=r.tool_call_id,
+            name=r.name,
+            untrusted=r.untrusted,
+        )
+        for r in rows
+    ]

@@ -1,0 +1,41 @@
+"""A whole service (database, runner, registry) over SQLite or PostgreSQL, scripted model."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pressloop.config import Settings
+from pressloop.providers.scripted import ScriptedProvider
+from pressloop.runtime.service import Service
+from tests.conftest import FakeClock
+
+ServiceFactory = Callable[..., Any]
+
+
+@pytest.fixture
+async def make_service(
+    database_url: str, tmp_path: Path, clock: FakeClock, database: object
+) -> AsyncIterator[ServiceFactory]:
+    """Build a Service on the test database with a scripted provider; closed at teardown.
+
+    Depends on `database` so the schema exists (SQLite) or tables are emptied (PostgreSQL).
+    """
+    services: list[Service] = []
+
+    async def build(script: list[dict[str, Any]], **overrides: Any) -> Service:
+        provider = ScriptedProvider(script)
+        settings = Settings(
+            data_dir=tmp_path, database_url=database_url, provider="scripted", **overrides
+        )
+        service = await Service.open(settings, provider=lambda: provider, now=clock)
+        service.scripted = provider  # type: ignore[attr-defined]
+        services.append(service)
+        return service
+
+    yield build
+    for service in services:
+        await service.close()
