@@ -109,10 +109,27 @@ class Runner:
                 EventType.RUN_STARTED,
                 {"attempt": run.attempt, "trigger": run.trigger.value, "worker": self.owner},
             )
-            result = await self._turn(run, session)
+            try:
+                result = await self._turn(run, session)
+            except LeaseLost:
+                raise
+            except Exception as exc:
+                # A bug or a database hiccup: record it and retry with backoff, so a run never
+                # stays `running` with nobody behind it (repeated, it ends `dead`).
+                log.exception("run %s crashed", run.id)
+                result = TurnResult(
+                    status=TurnStatus.FAILED,
+                    error=ErrorInfo(cls=type(exc).__name__, message=str(exc), retryable=True),
+                    next_action=NextAction.RESCHEDULE,
+                )
             await self._finish(run, session, result)
         except LeaseLost as lost:
             log.warning("run %s: %s", run.id, lost.message)
+            return None
+        except Exception:
+            # The session could not write (database unreachable): the lease expires and another
+            # worker (or this one) resumes the run from its checkpoint.
+            log.exception("run %s: could not record its outcome", run.id)
             return None
         finally:
             await session.close()

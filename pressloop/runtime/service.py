@@ -247,6 +247,8 @@ class Service:
 
     async def run_now(self, run_id: str) -> RunRecord | None:
         """Claim this run here and run it, if it is runnable now (else a worker will)."""
+        async with self.database.write() as conn:
+            await run_store.reclaim_expired(conn, now=self.now())
         claim = await self.runner.claim(run_id)
         if claim is None:
             return None

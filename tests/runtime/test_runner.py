@@ -31,7 +31,14 @@ async def test_a_turn_stores_messages_events_usage_and_result(make_service: Serv
 
     detail = await service.thread_detail(thread.id)
     roles = [m.role for m in detail["messages"]]
-    assert roles == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT]
+    assert roles == [
+        Role.USER,
+        Role.ASSISTANT,
+        Role.TOOL,
+        Role.ASSISTANT,
+        Role.TOOL,
+        Role.ASSISTANT,
+    ]
     assert "teal" in detail["messages"][4].content
 
     events = await service.events(run.id)

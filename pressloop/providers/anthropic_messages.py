@@ -1,0 +1,310 @@
+"""Anthropic Messages adapter, through the official `anthropic` SDK.
+
+As for OpenAI, the SDK's objects are built without validation, so answers are checked against
+small tolerant models before we read them. The transcript is reshaped to what the Messages API
+requires: strict user/assistant alternation, and every tool result of one assistant turn in the
+single user message that follows it, before any text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, cast
+
+import anthropic
+from anthropic.types import MessageParam, TextBlockParam, ToolParam
+from pydantic import ValidationError
+
+from pressloop.contracts import ActionCall, Message, Role, Usage
+from pressloop.errors import ProviderError
+from pressloop.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    ResponseDone,
+    StreamPart,
+    TextDelta,
+)
+from pressloop.providers.errors_map import SDK_ERRORS, garbage, map_sdk_error
+from pressloop.providers.wire import WireModel, decode_arguments, plain
+
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens; this is enough for one agent round
+
+
+class _Block(WireModel):
+    type: str
+    text: str | None = None
+    id: str | None = None
+    name: str | None = None
+    input: dict[str, Any] | None = None
+
+
+class _Usage(WireModel):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+
+    def merged(self, later: _Usage | None) -> _Usage:
+        """Stream usage arrives in parts: later non-null counts replace earlier ones."""
+        if later is None:
+            return self
+        return self.model_copy(update=later.model_dump(exclude_none=True))
+
+    def usage(self) -> Usage:
+        # Cached prompt tokens are still prompt tokens: the budget counts them all.
+        prompt = (
+            (self.input_tokens or 0)
+            + (self.cache_read_input_tokens or 0)
+            + (self.cache_creation_input_tokens or 0)
+        )
+        return Usage(input_tokens=prompt, output_tokens=self.output_tokens or 0, model_calls=1)
+
+
+class _Message(WireModel):
+    model: str | None = None
+    content: list[_Block]
+    stop_reason: str | None = None
+    usage: _Usage | None = None
+
+
+class _Delta(WireModel):
+    type: str | None = None
+    text: str | None = None
+    partial_json: str | None = None
+    stop_reason: str | None = None
+
+
+class _StartMessage(WireModel):
+    model: str | None = None
+    usage: _Usage | None = None
+
+
+class _Event(WireModel):
+    """Any raw stream event; only the fields of its `type` are set."""
+
+    type: str
+    index: int = 0
+    message: _StartMessage | None = None
+    content_block: _Block | None = None
+    delta: _Delta | None = None
+    usage: _Usage | None = None
+
+
+def to_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """The transcript as alternating user/assistant turns of content blocks."""
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        role, blocks = _blocks(message)
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    for turn in turns:
+        # Tool results must open the user message that follows the tool calls (stable sort).
+        turn["content"].sort(key=lambda block: block["type"] != "tool_result")
+    return turns
+
+
+def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
+    # The API rejects empty or whitespace-only text blocks, so those are left out.
+    text = [{"type": "text", "text": message.content}] if message.content.strip() else []
+    if message.role is Role.USER:
+        return "user", text
+    if message.role is Role.TOOL:
+        if not message.tool_call_id:
+            raise ProviderError("a tool message has no tool_call_id", retryable=False)
+        result = {"type": "tool_result", "tool_use_id": message.tool_call_id}
+        return "user", [{**result, "content": message.content}]
+    calls = [
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": call.params}
+        for call in message.tool_calls
+    ]
+    return "assistant", text + calls
+
+
+@dataclass(kw_only=True)
+class _Building:
+    """A content block while its deltas arrive."""
+
+    type: str
+    id: str | None = None
+    name: str | None = None
+    text: str = ""
+    json: str = ""
+
+
+class _StreamState:
+    """Accumulates one streamed answer from raw Messages events."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, _Building] = {}
+        self.usage = _Usage()
+        self.stop_reason: str | None = None
+        self.model: str | None = None
+        self.started = False
+        self.stopped = False
+
+    def add(self, event: _Event) -> str:
+        if event.type == "message_start" and event.message is not None:
+            self.started = True
+            self.model = event.message.model
+            self.usage = self.usage.merged(event.message.usage)
+        elif event.type == "content_block_start" and event.content_block is not None:
+            start = event.content_block
+            self.blocks[event.index] = _Building(
+                type=start.type, id=start.id, name=start.name, text=start.text or ""
+            )
+        elif event.type == "content_block_delta" and event.delta is not None:
+            block = self.blocks.setdefault(event.index, _Building(type="text"))
+            if event.delta.type == "text_delta" and event.delta.text:
+                block.text += event.delta.text
+                return event.delta.text
+            if event.delta.type == "input_json_delta":
+                block.json += event.delta.partial_json or ""
+        elif event.type == "message_delta":
+            if event.delta is not None:
+                self.stop_reason = event.delta.stop_reason or self.stop_reason
+            self.usage = self.usage.merged(event.usage)
+        elif event.type == "message_stop":
+            self.stopped = True
+        return ""
+
+    def response(self, default_model: str) -> ModelResponse:
+        ordered = [self.blocks[index] for index in sorted(self.blocks)]
+        return ModelResponse(
+            text="".join(block.text for block in ordered if block.type == "text"),
+            tool_calls=[
+                ActionCall(
+                    id=block.id or f"toolu_{position}",
+                    name=block.name or "",
+                    params=decode_arguments(block.json),
+                )
+                for position, block in enumerate(ordered)
+                if block.type == "tool_use"
+            ],
+            usage=self.usage.usage(),
+            finish_reason=self.stop_reason,
+            model=self.model or default_model,
+        )
+
+
+class AnthropicMessagesProvider:
+    """A `Provider` speaking the Anthropic Messages API."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        model: str,
+        base_url: str | None = None,
+        timeout_s: float,
+        name: str = "anthropic",
+    ) -> None:
+        self._name = name
+        self._model = model
+        self._timeout_s = timeout_s
+        # Explicit, so the SDK never reads ANTHROPIC_BASE_URL itself (pressloop.config does).
+        self._base_url = base_url or ANTHROPIC_BASE_URL
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=self._base_url, timeout=timeout_s, max_retries=0
+        )
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def supports_tools(self) -> bool:
+        return True
+
+    @property
+    def base_url(self) -> str:
+        return self._base_url
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        try:
+            message = await self._create(request, stream=False)
+        except SDK_ERRORS as exc:
+            raise map_sdk_error(self._name, exc) from exc
+        except ValueError as exc:  # the SDK could not decode the body as JSON
+            raise garbage(self._name, "a body that is not JSON") from exc
+        raw = plain(message)
+        if isinstance(raw, str):
+            raise garbage(self._name, f"a body that is not JSON: {raw!r:.200}")
+        try:
+            parsed = _Message.model_validate(raw)
+        except ValidationError as exc:
+            raise garbage(self._name, f"a body that is not a message: {raw!r:.200}") from exc
+        return ModelResponse(
+            text="".join(block.text or "" for block in parsed.content if block.type == "text"),
+            tool_calls=[
+                ActionCall(
+                    id=block.id or f"toolu_{n}", name=block.name or "", params=block.input or {}
+                )
+                for n, block in enumerate(parsed.content)
+                if block.type == "tool_use"
+            ],
+            usage=(parsed.usage or _Usage()).usage(),
+            finish_reason=parsed.stop_reason,
+            model=parsed.model or self._model,
+        )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
+        state = _StreamState()
+        try:
+            events = await self._create(request, stream=True)
+            if not isinstance(events, anthropic.AsyncStream):
+                raise garbage(self._name, "a plain body where an event stream was expected")
+            async with events:
+                async for event in events:
+                    raw = plain(event)
+                    text = state.add(_Event.model_validate(raw))
+                    if text:
+                        yield TextDelta(text=text)
+        except SDK_ERRORS as exc:
+            raise map_sdk_error(self._name, exc) from exc
+        except ValidationError as exc:
+            raise garbage(self._name, "a stream event of the wrong shape") from exc
+        except ValueError as exc:
+            raise garbage(self._name, "a stream event that is not JSON") from exc
+        if not (state.started and state.stopped):
+            raise garbage(self._name, "a stream that ended before message_stop")
+        yield ResponseDone(response=state.response(self._model))
+
+    async def _create(self, request: ModelRequest, *, stream: bool) -> Any:
+        system: list[TextBlockParam] | anthropic.Omit = anthropic.omit
+        if request.system:
+            # One block marked for the prompt cache: tools and system are the stable prefix.
+            system = [
+                {"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}
+            ]
+        tools: list[ToolParam] = [
+            {
+                "name": tool.name,
+                "description": tool.description,
+                "input_schema": cast(Any, tool.parameters),
+            }
+            for tool in request.tools
+        ]
+        # `response_schema` is for models without tool calling; every Claude model has it.
+        return await self._client.messages.create(
+            model=self._model,
+            max_tokens=request.max_output_tokens or DEFAULT_MAX_TOKENS,
+            system=system,
+            messages=cast("list[MessageParam]", to_messages(request.messages)),
+            tools=tools or anthropic.omit,
+            stream=stream,
+            # Per call as well: the SDK refuses long non-streamed calls on its default timeout.
+            timeout=self._timeout_s,
+        )

@@ -1,0 +1,123 @@
+"""Build the configured model provider from `Settings` (DESIGN.md section 10)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from pressloop.config import DEFAULT_BASE_URLS, DEFAULT_MODELS, Settings
+from pressloop.errors import ConfigurationError, ProviderNotConfigured
+from pressloop.providers.anthropic_messages import AnthropicMessagesProvider
+from pressloop.providers.base import Provider
+from pressloop.providers.openai_chat import OpenAIChatProvider
+from pressloop.providers.retrying import RetryingProvider
+
+Sleep = Callable[[float], Awaitable[None]]
+
+# Auto-detection order when PRESSLOOP_PROVIDER is not set: the first key found wins.
+_KEY_VARIABLES: dict[str, str] = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "glm": "ZAI_API_KEY",
+}
+
+NOT_CONFIGURED = (
+    "No model provider is configured. Set PRESSLOOP_PROVIDER (openai, anthropic, openrouter, "
+    "glm, openai-compatible, scripted) and its key, e.g. OPENAI_API_KEY=... or "
+    "ANTHROPIC_API_KEY=..."
+)
+
+# OpenRouter shows this name for our requests on its dashboards.
+_OPENROUTER_HEADERS = {"X-Title": "Pressloop"}
+
+
+def build_provider(settings: Settings, *, sleep: Sleep = asyncio.sleep) -> Provider:
+    """The provider `settings` ask for, wrapped in retries when it talks to a real API."""
+    name = settings.provider or _detect(settings)
+    if name == "scripted":
+        # Imported here: the scripted provider is for demos and tests, not every deployment.
+        from pressloop.providers.scripted import ScriptedProvider
+
+        return ScriptedProvider.from_file(
+            settings.script, model=settings.model or DEFAULT_MODELS["scripted"], sleep=sleep
+        )
+    if name == "local":
+        raise ConfigurationError(
+            "the local provider is not available yet; use openai-compatible with a local "
+            "OpenAI-compatible server (PRESSLOOP_BASE_URL) instead"
+        )
+    return RetryingProvider(
+        _real_provider(name, settings),
+        max_retries=settings.provider_max_retries,
+        base_s=settings.provider_retry_base_s,
+        cap_s=settings.provider_retry_cap_s,
+        sleep=sleep,
+    )
+
+
+def _detect(settings: Settings) -> str:
+    for name in _KEY_VARIABLES:
+        if _key(name, settings):
+            return name
+    raise ProviderNotConfigured(NOT_CONFIGURED)
+
+
+def _key(name: str, settings: Settings) -> str | None:
+    return {
+        "openai": settings.openai_api_key,
+        "anthropic": settings.anthropic_api_key,
+        "openrouter": settings.openrouter_api_key,
+        "glm": settings.zai_api_key,
+    }.get(name)
+
+
+def _required_key(name: str, settings: Settings) -> str:
+    key = _key(name, settings)
+    if not key:
+        raise ProviderNotConfigured(
+            f"PRESSLOOP_PROVIDER={name} needs an API key: set {_KEY_VARIABLES[name]}"
+        )
+    return key
+
+
+def _base_url(name: str, settings: Settings) -> str | None:
+    """PRESSLOOP_BASE_URL, then the provider's own variable, then our default (or the SDK's)."""
+    own = {
+        "openai": settings.openai_base_url,
+        "openai-compatible": settings.openai_base_url,
+        "anthropic": settings.anthropic_base_url,
+    }.get(name)
+    return settings.base_url or own or DEFAULT_BASE_URLS.get(name)
+
+
+def _real_provider(name: str, settings: Settings) -> Provider:
+    model = settings.model or DEFAULT_MODELS[name]
+    timeout_s = settings.provider_timeout_s
+    base_url = _base_url(name, settings)
+    if name == "anthropic":
+        key = _required_key(name, settings)
+        return AnthropicMessagesProvider(
+            api_key=key, model=model, base_url=base_url, timeout_s=timeout_s
+        )
+    if name == "openai-compatible":
+        if not base_url:
+            raise ConfigurationError(
+                "PRESSLOOP_PROVIDER=openai-compatible needs the server's URL: set "
+                "PRESSLOOP_BASE_URL (e.g. http://127.0.0.1:8000/v1)"
+            )
+        # Local servers usually need no key; the SDK insists on a non-empty one.
+        key = settings.openai_api_key or "not-needed"
+        return OpenAIChatProvider(
+            api_key=key, model=model, base_url=base_url, timeout_s=timeout_s, name=name
+        )
+    key = _required_key(name, settings)
+    headers = _OPENROUTER_HEADERS if name == "openrouter" else None
+    return OpenAIChatProvider(
+        api_key=key,
+        model=model,
+        base_url=base_url,
+        timeout_s=timeout_s,
+        name=name,
+        extra_headers=headers,
+    )

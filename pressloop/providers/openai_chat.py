@@ -1,0 +1,296 @@
+"""OpenAI Chat Completions adapter: OpenAI, OpenRouter, GLM (Z.ai) and any compatible server.
+
+The official SDK does the transport, the SSE parsing and the error classes. Its response objects
+are built without validation (a compatible server may send anything), so every answer is checked
+against the small tolerant models below before we read it: a wrong shape becomes a clear
+`ProviderError`, never an `AttributeError` deep in the engine.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, cast
+
+import openai
+from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolUnionParam
+from openai.types.chat.completion_create_params import ResponseFormat
+from pydantic import Field, ValidationError
+
+from pressloop.contracts import ActionCall, Message, Role, Usage
+from pressloop.errors import ProviderError
+from pressloop.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    ResponseDone,
+    StreamPart,
+    TextDelta,
+)
+from pressloop.providers.errors_map import SDK_ERRORS, garbage, map_sdk_error
+from pressloop.providers.wire import WireModel, decode_arguments, plain
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+
+class _Function(WireModel):
+    name: str | None = None
+    # Some compatible servers send an object instead of the JSON string OpenAI sends.
+    arguments: str | dict[str, Any] | None = None
+
+
+class _ToolCall(WireModel):
+    index: int | None = None
+    id: str | None = None
+    function: _Function | None = None
+
+
+class _Message(WireModel):
+    content: str | None = None
+    tool_calls: list[_ToolCall] | None = None
+
+
+class _Choice(WireModel):
+    message: _Message
+    finish_reason: str | None = None
+
+
+class _Usage(WireModel):
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
+
+    def usage(self) -> Usage:
+        return Usage(
+            input_tokens=self.prompt_tokens or 0,
+            output_tokens=self.completion_tokens or 0,
+            model_calls=1,
+        )
+
+
+class _Completion(WireModel):
+    model: str | None = None
+    choices: list[_Choice] = Field(min_length=1)
+    usage: _Usage | None = None
+
+
+class _ChunkChoice(WireModel):
+    delta: _Message = Field(default_factory=_Message)
+    finish_reason: str | None = None
+
+
+class _Chunk(WireModel):
+    model: str | None = None
+    choices: list[_ChunkChoice] = Field(default_factory=list)
+    usage: _Usage | None = None
+
+
+def to_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    """The transcript in Chat Completions shape: system first, then one entry per message."""
+    out: list[dict[str, Any]] = []
+    if request.system:
+        out.append({"role": "system", "content": request.system})
+    for message in request.messages:
+        out.append(_to_message(message))
+    return out
+
+
+def _to_message(message: Message) -> dict[str, Any]:
+    if message.role is Role.USER:
+        return {"role": "user", "content": message.content}
+    if message.role is Role.TOOL:
+        if not message.tool_call_id:
+            raise ProviderError("a tool message has no tool_call_id", retryable=False)
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    entry: dict[str, Any] = {"role": "assistant", "content": message.content}
+    if message.tool_calls:
+        # OpenAI wants null content beside tool calls when the model said nothing.
+        entry["content"] = message.content or None
+        entry["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": json.dumps(call.params)},
+            }
+            for call in message.tool_calls
+        ]
+    return entry
+
+
+class _StreamState:
+    """Accumulates one streamed answer: text, tool calls by index, usage, finish reason."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.usage = Usage(model_calls=1)
+        self.finish_reason: str | None = None
+        self.model: str | None = None
+
+    def add(self, chunk: _Chunk) -> str:
+        self.model = chunk.model or self.model
+        if chunk.usage is not None:
+            self.usage = chunk.usage.usage()
+        delta_text = ""
+        for choice in chunk.choices:
+            self.finish_reason = choice.finish_reason or self.finish_reason
+            delta_text += choice.delta.content or ""
+            for position, piece in enumerate(choice.delta.tool_calls or []):
+                index = piece.index if piece.index is not None else position
+                call = self.calls.setdefault(index, {"id": None, "name": "", "arguments": ""})
+                call["id"] = call["id"] or piece.id
+                if piece.function is not None:
+                    call["name"] += piece.function.name or ""
+                    args = piece.function.arguments
+                    call["arguments"] += json.dumps(args) if isinstance(args, dict) else args or ""
+        self.text.append(delta_text)
+        return delta_text
+
+    def response(self, default_model: str) -> ModelResponse:
+        calls = [
+            ActionCall(
+                id=call["id"] or f"call_{index}",
+                name=call["name"],
+                params=decode_arguments(call["arguments"]),
+            )
+            for index, call in sorted(self.calls.items())
+        ]
+        return ModelResponse(
+            text="".join(self.text),
+            tool_calls=calls,
+            usage=self.usage,
+            finish_reason=self.finish_reason,
+            model=self.model or default_model,
+        )
+
+
+class OpenAIChatProvider:
+    """A `Provider` speaking the Chat Completions API through the official `openai` SDK."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        model: str,
+        base_url: str | None = None,
+        timeout_s: float,
+        name: str = "openai",
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self._name = name
+        self._model = model
+        # Always explicit, so the SDK never falls back to reading OPENAI_BASE_URL itself:
+        # configuration is read in one place (pressloop.config).
+        self._base_url = base_url or OPENAI_BASE_URL
+        self._client = openai.AsyncOpenAI(
+            api_key=api_key,
+            base_url=self._base_url,
+            timeout=timeout_s,
+            max_retries=0,  # RetryingProvider retries, with our backoff and our budget.
+            default_headers=dict(extra_headers) if extra_headers else None,
+        )
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def supports_tools(self) -> bool:
+        return True
+
+    @property
+    def base_url(self) -> str:
+        return self._base_url
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        try:
+            completion = await self._create(request, stream=False)
+        except SDK_ERRORS as exc:
+            raise map_sdk_error(self._name, exc) from exc
+        except ValueError as exc:  # the SDK could not decode the body as JSON
+            raise garbage(self._name, "a body that is not JSON") from exc
+        # Without a JSON content type the SDK hands back the text itself.
+        raw = plain(completion)
+        if isinstance(raw, str):
+            raise garbage(self._name, f"a body that is not JSON: {raw!r:.200}")
+        try:
+            parsed = _Completion.model_validate(raw)
+        except ValidationError as exc:
+            raise garbage(
+                self._name, f"a body that is not a chat completion: {raw!r:.200}"
+            ) from exc
+        choice = parsed.choices[0]
+        return ModelResponse(
+            text=choice.message.content or "",
+            tool_calls=[
+                ActionCall(
+                    id=call.id or f"call_{position}",
+                    name=(call.function.name if call.function else None) or "",
+                    params=decode_arguments(call.function.arguments if call.function else None),
+                )
+                for position, call in enumerate(choice.message.tool_calls or [])
+            ],
+            usage=parsed.usage.usage() if parsed.usage else Usage(model_calls=1),
+            finish_reason=choice.finish_reason,
+            model=parsed.model or self._model,
+        )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
+        state = _StreamState()
+        try:
+            chunks = await self._create(request, stream=True)
+            if not isinstance(chunks, openai.AsyncStream):
+                raise garbage(self._name, "a plain body where an event stream was expected")
+            async with chunks:
+                async for chunk in chunks:
+                    raw = plain(chunk)
+                    text = state.add(_Chunk.model_validate(raw))
+                    if text:
+                        yield TextDelta(text=text)
+        except SDK_ERRORS as exc:
+            raise map_sdk_error(self._name, exc) from exc
+        except ValidationError as exc:
+            raise garbage(self._name, "a stream chunk of the wrong shape") from exc
+        except ValueError as exc:
+            raise garbage(self._name, "a stream event that is not JSON") from exc
+        if state.finish_reason is None and not state.calls and not "".join(state.text):
+            raise garbage(self._name, "an empty stream")
+        yield ResponseDone(response=state.response(self._model))
+
+    async def _create(self, request: ModelRequest, *, stream: bool) -> Any:
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                },
+            }
+            for tool in request.tools
+        ]
+        response_format: ResponseFormat | openai.Omit = openai.omit
+        if request.response_schema is not None:
+            response_format = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": "decision",
+                    "schema": request.response_schema,
+                    "strict": False,
+                },
+            }
+        return await self._client.chat.completions.create(
+            model=self._model,
+            messages=cast("list[ChatCompletionMessageParam]", to_messages(request)),
+            tools=cast("list[ChatCompletionToolUnionParam]", tools) if tools else openai.omit,
+            # Newer OpenAI models reject `max_tokens`; compatible servers accept this name too.
+            max_completion_tokens=request.max_output_tokens or openai.omit,
+            response_format=response_format,
+            stream=stream,
+            stream_options={"include_usage": True} if stream else openai.omit,
+        )

@@ -1,0 +1,43 @@
+"""Small pieces both SDK adapters share when reading a provider's answer."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class WireModel(BaseModel):
+    """A tolerant view of a provider's JSON: unknown fields are ignored, not errors, because
+    providers and compatible servers add fields all the time."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+def decode_arguments(raw: str | dict[str, Any] | None) -> dict[str, Any]:
+    """Tool-call arguments as a dict.
+
+    Malformed JSON (or JSON that is not an object) is kept as `{"_raw_arguments": raw}` rather
+    than raised, so the engine can tell the model its params were malformed and let it retry.
+    """
+    if isinstance(raw, dict):
+        return raw
+    if raw is None or not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {"_raw_arguments": raw}
+    return value if isinstance(value, dict) else {"_raw_arguments": raw}
+
+
+def plain(value: object) -> object:
+    """An SDK response object back as the plain JSON it was built from.
+
+    The SDKs build their objects without validation, so a field can be missing or hold anything;
+    we validate the plain data with our own `WireModel`s instead of trusting attribute access.
+    """
+    if isinstance(value, BaseModel):
+        return value.model_dump(by_alias=True, exclude_unset=True, warnings=False)
+    return value
