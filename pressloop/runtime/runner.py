@@ -26,6 +26,7 @@ from pressloop.contracts import (
     NextAction,
     Role,
     RunStatus,
+    Trigger,
     TurnRequest,
     TurnResult,
     TurnStatus,
@@ -55,6 +56,7 @@ from pressloop.store.records import Claim, RunRecord
 log = logging.getLogger(__name__)
 
 KILL_SWITCH_SETTING = "agent_disabled"
+HEARTBEAT_OK = "HEARTBEAT_OK"
 ENDED_EARLY = "not run: the turn ended before this action ran"
 
 TURN_TO_RUN_STATUS = {
@@ -212,7 +214,7 @@ class Runner:
                 status = RunStatus.DEAD
         checkpoint = session.last_checkpoint or _initial_checkpoint(run)
         transcript: list[Message] = []
-        if status in FINAL_RUN_STATUSES:
+        if status in FINAL_RUN_STATUSES and not _quiet_heartbeat(run, result):
             transcript = close_dangling_calls(checkpoint.messages, ENDED_EARLY)
         usage_delta = _minus(result.usage, run.usage)
         finished = {"status": status.value, "result": result.model_dump(mode="json")}
@@ -266,6 +268,16 @@ class Runner:
             )
 
         await session.write(persist)
+
+
+def _quiet_heartbeat(run: RunRecord, result: TurnResult) -> bool:
+    """A heartbeat that found nothing to do leaves no message noise in its thread."""
+    return (
+        run.trigger is Trigger.HEARTBEAT
+        and result.status is TurnStatus.SUCCEEDED
+        and not result.steps
+        and result.assistant_text.strip().strip(".").upper() == HEARTBEAT_OK
+    )
 
 
 def _initial_checkpoint(run: RunRecord) -> Checkpoint:

@@ -161,6 +161,22 @@ async def active_run(conn: AsyncConnection, thread_id: str) -> RunRecord | None:
     return to_record(row) if row else None
 
 
+async def pending_run(conn: AsyncConnection, thread_id: str, trigger: Trigger) -> RunRecord | None:
+    """A queued run of this trigger on the thread (heartbeats keep at most one pending)."""
+    row = (
+        await conn.execute(
+            sa.select(runs)
+            .where(
+                runs.c.thread_id == thread_id,
+                runs.c.trigger == trigger.value,
+                runs.c.status == RunStatus.QUEUED.value,
+            )
+            .limit(1)
+        )
+    ).one_or_none()
+    return to_record(row) if row else None
+
+
 def _claimable(now: datetime, run_id: str | None) -> sa.Select[Any]:
     other = runs.alias("other")
     query = (

@@ -182,6 +182,28 @@ api_tokens = sa.Table(
     sa.Column("revoked_at", UTCDateTime, nullable=True),
 )
 
+schedules = sa.Table(
+    "schedules",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("agent_id", ID, sa.ForeignKey("agents.id"), nullable=False),
+    sa.Column("thread_id", ID, sa.ForeignKey("threads.id"), nullable=True),
+    sa.Column("kind", sa.String(10), nullable=False),
+    sa.Column("interval_s", sa.Integer, nullable=True),
+    sa.Column("cron", sa.String(100), nullable=True),
+    sa.Column("timezone", sa.String(64), nullable=False, server_default="UTC"),
+    sa.Column("active_hours", JSONType, nullable=True),
+    sa.Column("message", sa.Text, nullable=True),
+    sa.Column("status", sa.String(10), nullable=False, server_default="active"),
+    sa.Column("next_due_at", UTCDateTime, nullable=False),
+    sa.Column("last_due_at", UTCDateTime, nullable=True),
+    sa.Column("last_run_id", ID, nullable=True),
+    sa.Column("created_by", sa.String(200), nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+    sa.Index(None, "status", "next_due_at"),
+)
+
 settings = sa.Table(
     "settings",
     metadata,
