@@ -14,7 +14,6 @@ from typing import Any, cast
 
 import anthropic
 from anthropic.types import MessageParam, TextBlockParam, ToolParam
-from pydantic import ValidationError
 
 from pressloop.contracts import ActionCall, Message, Role, Usage
 from pressloop.errors import ProviderError
@@ -25,8 +24,8 @@ from pressloop.providers.base import (
     StreamPart,
     TextDelta,
 )
-from pressloop.providers.errors_map import SDK_ERRORS, garbage, map_sdk_error
-from pressloop.providers.wire import WireModel, decode_arguments, plain
+from pressloop.providers.errors_map import garbage, translated
+from pressloop.providers.wire import WireModel, decode_arguments, parse
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens; this is enough for one agent round
@@ -76,17 +75,12 @@ class _Delta(WireModel):
     stop_reason: str | None = None
 
 
-class _StartMessage(WireModel):
-    model: str | None = None
-    usage: _Usage | None = None
-
-
 class _Event(WireModel):
     """Any raw stream event; only the fields of its `type` are set."""
 
     type: str
     index: int = 0
-    message: _StartMessage | None = None
+    message: _Message | None = None
     content_block: _Block | None = None
     delta: _Delta | None = None
     usage: _Usage | None = None
@@ -233,19 +227,9 @@ class AnthropicMessagesProvider:
         await self._client.close()
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        try:
+        with translated(self._name):
             message = await self._create(request, stream=False)
-        except SDK_ERRORS as exc:
-            raise map_sdk_error(self._name, exc) from exc
-        except ValueError as exc:  # the SDK could not decode the body as JSON
-            raise garbage(self._name, "a body that is not JSON") from exc
-        raw = plain(message)
-        if isinstance(raw, str):
-            raise garbage(self._name, f"a body that is not JSON: {raw!r:.200}")
-        try:
-            parsed = _Message.model_validate(raw)
-        except ValidationError as exc:
-            raise garbage(self._name, f"a body that is not a message: {raw!r:.200}") from exc
+        parsed = parse(self._name, _Message, message, "a body that is not a message")
         return ModelResponse(
             text="".join(block.text or "" for block in parsed.content if block.type == "text"),
             tool_calls=[
@@ -262,22 +246,16 @@ class AnthropicMessagesProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         state = _StreamState()
-        try:
+        with translated(self._name, what="a stream event"):
             events = await self._create(request, stream=True)
             if not isinstance(events, anthropic.AsyncStream):
                 raise garbage(self._name, "a plain body where an event stream was expected")
             async with events:
                 async for event in events:
-                    raw = plain(event)
-                    text = state.add(_Event.model_validate(raw))
+                    what = "a stream event of the wrong shape"
+                    text = state.add(parse(self._name, _Event, event, what))
                     if text:
                         yield TextDelta(text=text)
-        except SDK_ERRORS as exc:
-            raise map_sdk_error(self._name, exc) from exc
-        except ValidationError as exc:
-            raise garbage(self._name, "a stream event of the wrong shape") from exc
-        except ValueError as exc:
-            raise garbage(self._name, "a stream event that is not JSON") from exc
         if not (state.started and state.stopped):
             raise garbage(self._name, "a stream that ended before message_stop")
         yield ResponseDone(response=state.response(self._model))

@@ -7,6 +7,9 @@ serves both adapters.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anthropic
@@ -30,6 +33,19 @@ _VALIDATION_ERRORS = (openai.APIResponseValidationError, anthropic.APIResponseVa
 _STATUS_ERRORS = (openai.APIStatusError, anthropic.APIStatusError)
 _API_ERRORS = (openai.APIError, anthropic.APIError)
 SDK_ERRORS: tuple[type[Exception], ...] = (openai.OpenAIError, anthropic.AnthropicError)
+
+
+@contextmanager
+def translated(provider: str, *, what: str = "a body") -> Iterator[None]:
+    """Around every SDK call and stream: SDK errors become `ProviderError`s."""
+    try:
+        yield
+    except SDK_ERRORS as exc:
+        raise map_sdk_error(provider, exc) from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # the SDK could not decode it
+        raise garbage(provider, f"{what} that is not JSON") from exc
+    except ValueError as exc:  # the SDK refused the request before sending it
+        raise ProviderError(f"{provider} client error: {exc}", retryable=False) from exc
 
 
 def is_retryable_status(status: int) -> bool:

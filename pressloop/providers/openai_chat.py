@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any, cast
 
 import openai
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolUnionParam
 from openai.types.chat.completion_create_params import ResponseFormat
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from pressloop.contracts import ActionCall, Message, Role, Usage
 from pressloop.errors import ProviderError
@@ -26,8 +27,8 @@ from pressloop.providers.base import (
     StreamPart,
     TextDelta,
 )
-from pressloop.providers.errors_map import SDK_ERRORS, garbage, map_sdk_error
-from pressloop.providers.wire import WireModel, decode_arguments, plain
+from pressloop.providers.errors_map import garbage, translated
+from pressloop.providers.wire import WireModel, decode_arguments, parse
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
@@ -73,13 +74,13 @@ class _Completion(WireModel):
 
 
 class _ChunkChoice(WireModel):
-    delta: _Message = Field(default_factory=_Message)
+    delta: _Message | None = None  # some compatible servers send null in the last chunk
     finish_reason: str | None = None
 
 
 class _Chunk(WireModel):
     model: str | None = None
-    choices: list[_ChunkChoice] = Field(default_factory=list)
+    choices: list[_ChunkChoice] | None = None
     usage: _Usage | None = None
 
 
@@ -115,12 +116,21 @@ def _to_message(message: Message) -> dict[str, Any]:
     return entry
 
 
+@dataclass(kw_only=True)
+class _PartialCall:
+    """A streamed tool call: the id and name come first, the arguments in pieces."""
+
+    id: str | None = None
+    name: str = ""
+    arguments: str = ""
+
+
 class _StreamState:
     """Accumulates one streamed answer: text, tool calls by index, usage, finish reason."""
 
     def __init__(self) -> None:
         self.text: list[str] = []
-        self.calls: dict[int, dict[str, Any]] = {}
+        self.calls: dict[int, _PartialCall] = {}
         self.usage = Usage(model_calls=1)
         self.finish_reason: str | None = None
         self.model: str | None = None
@@ -130,26 +140,28 @@ class _StreamState:
         if chunk.usage is not None:
             self.usage = chunk.usage.usage()
         delta_text = ""
-        for choice in chunk.choices:
+        for choice in chunk.choices or []:
             self.finish_reason = choice.finish_reason or self.finish_reason
-            delta_text += choice.delta.content or ""
-            for position, piece in enumerate(choice.delta.tool_calls or []):
+            delta = choice.delta or _Message()
+            delta_text += delta.content or ""
+            for position, piece in enumerate(delta.tool_calls or []):
                 index = piece.index if piece.index is not None else position
-                call = self.calls.setdefault(index, {"id": None, "name": "", "arguments": ""})
-                call["id"] = call["id"] or piece.id
+                call = self.calls.setdefault(index, _PartialCall())
+                call.id = call.id or piece.id
                 if piece.function is not None:
-                    call["name"] += piece.function.name or ""
+                    # Some servers repeat the name in every piece: the first one counts.
+                    call.name = call.name or piece.function.name or ""
                     args = piece.function.arguments
-                    call["arguments"] += json.dumps(args) if isinstance(args, dict) else args or ""
+                    call.arguments += json.dumps(args) if isinstance(args, dict) else args or ""
         self.text.append(delta_text)
         return delta_text
 
     def response(self, default_model: str) -> ModelResponse:
         calls = [
             ActionCall(
-                id=call["id"] or f"call_{index}",
-                name=call["name"],
-                params=decode_arguments(call["arguments"]),
+                id=call.id or f"call_{index}",
+                name=call.name,
+                params=decode_arguments(call.arguments),
             )
             for index, call in sorted(self.calls.items())
         ]
@@ -208,22 +220,9 @@ class OpenAIChatProvider:
         await self._client.close()
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        try:
+        with translated(self._name):
             completion = await self._create(request, stream=False)
-        except SDK_ERRORS as exc:
-            raise map_sdk_error(self._name, exc) from exc
-        except ValueError as exc:  # the SDK could not decode the body as JSON
-            raise garbage(self._name, "a body that is not JSON") from exc
-        # Without a JSON content type the SDK hands back the text itself.
-        raw = plain(completion)
-        if isinstance(raw, str):
-            raise garbage(self._name, f"a body that is not JSON: {raw!r:.200}")
-        try:
-            parsed = _Completion.model_validate(raw)
-        except ValidationError as exc:
-            raise garbage(
-                self._name, f"a body that is not a chat completion: {raw!r:.200}"
-            ) from exc
+        parsed = parse(self._name, _Completion, completion, "a body that is not a chat completion")
         choice = parsed.choices[0]
         return ModelResponse(
             text=choice.message.content or "",
@@ -242,22 +241,16 @@ class OpenAIChatProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         state = _StreamState()
-        try:
+        with translated(self._name, what="a stream event"):
             chunks = await self._create(request, stream=True)
             if not isinstance(chunks, openai.AsyncStream):
                 raise garbage(self._name, "a plain body where an event stream was expected")
             async with chunks:
                 async for chunk in chunks:
-                    raw = plain(chunk)
-                    text = state.add(_Chunk.model_validate(raw))
+                    what = "a stream chunk of the wrong shape"
+                    text = state.add(parse(self._name, _Chunk, chunk, what))
                     if text:
                         yield TextDelta(text=text)
-        except SDK_ERRORS as exc:
-            raise map_sdk_error(self._name, exc) from exc
-        except ValidationError as exc:
-            raise garbage(self._name, "a stream chunk of the wrong shape") from exc
-        except ValueError as exc:
-            raise garbage(self._name, "a stream event that is not JSON") from exc
         if state.finish_reason is None and not state.calls and not "".join(state.text):
             raise garbage(self._name, "an empty stream")
         yield ResponseDone(response=state.response(self._model))

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from pressloop.providers.errors_map import garbage
 
 
 class WireModel(BaseModel):
@@ -13,6 +15,20 @@ class WireModel(BaseModel):
     providers and compatible servers add fields all the time."""
 
     model_config = ConfigDict(extra="ignore")
+
+
+W = TypeVar("W", bound=WireModel)
+
+
+def parse(provider: str, model: type[W], value: object, what: str) -> W:
+    """Validate one SDK response object (or the text it handed back) as `model`."""
+    raw = plain(value)
+    if isinstance(raw, str):  # without a JSON content type the SDK returns the text itself
+        raise garbage(provider, f"a body that is not JSON: {raw!r:.200}")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise garbage(provider, f"{what}: {raw!r:.200}") from exc
 
 
 def decode_arguments(raw: str | dict[str, Any] | None) -> dict[str, Any]:

@@ -1,0 +1,372 @@
+"""AnthropicMessagesProvider against a fake server speaking the Messages wire protocol."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from pressloop.contracts import ActionCall, Message, Role, Usage
+from pressloop.errors import ProviderError
+from pressloop.providers.anthropic_messages import AnthropicMessagesProvider
+from pressloop.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    ResponseDone,
+    StreamPart,
+    TextDelta,
+    ToolSpec,
+)
+from tests.wire.anthropic_server import FakeAnthropicServer
+from tests.wire.scripted_server import ErrorReply, RawReply, Reply, ToolCall
+
+CREATE_POST = ToolSpec(
+    name="create_post",
+    description="Create a draft post.",
+    parameters={"type": "object", "properties": {"title": {"type": "string"}}},
+)
+
+
+def ask(text: str = "Hello?", **kwargs: object) -> ModelRequest:
+    return ModelRequest(
+        system="You run a WordPress site.",
+        messages=[Message(role=Role.USER, content=text)],
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+async def provider(
+    anthropic_server: FakeAnthropicServer,
+) -> AsyncIterator[AnthropicMessagesProvider]:
+    provider = AnthropicMessagesProvider(
+        api_key="sk-ant-test", model="claude-test", base_url=anthropic_server.base_url, timeout_s=5
+    )
+    yield provider
+    await provider.aclose()
+
+
+async def collect(provider: AnthropicMessagesProvider, request: ModelRequest) -> list[StreamPart]:
+    return [part async for part in provider.stream(request)]
+
+
+async def test_plain_answer_system_prompt_and_usage(
+    provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
+) -> None:
+    anthropic_server.push(
+        Reply(
+            text="Hi there.",
+            input_tokens=20,
+            cache_read_tokens=1000,
+            cache_creation_tokens=300,
+            output_tokens=6,
+            model="claude-test-20260101",
+        )
+    )
+
+    response = await provider.complete(ask())
+
+    assert response == ModelResponse(
+        text="Hi there.",
+        usage=Usage(input_tokens=1320, output_tokens=6, model_calls=1),  # cached tokens count
+        finish_reason="end_turn",
+        model="claude-test-20260101",
+    )
+    (request,) = anthropic_server.requests
+    assert request.path == "/v1/messages"
+    assert "sk-ant-test" in (
+        request.headers.get("x-api-key", "") + request.headers["authorization"]
+    )
+    assert request.headers["anthropic-version"]
+    assert request.body["model"] == "claude-test"
+    assert request.body["max_tokens"] == 4096  # required by the API: our default
+    assert request.body["system"] == [
+        {
+            "type": "text",
+            "text": "You run a WordPress site.",
+            "cache_control": {"type": "ephemeral"},
+        }
+    ]
+    assert request.body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "Hello?"}]}
+    ]
+    assert "tools" not in request.body
+
+
+async def test_tools_are_offered_and_tool_uses_decoded(
+    provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
+) -> None:
+    anthropic_server.push(
+        Reply(
+            text="Let me create it.",
+            tool_calls=(
+                ToolCall(id="toolu_01", name="create_post", arguments={"title": "Spring"}),
+                ToolCall(id="toolu_02", name="list_posts", arguments={}),
+            ),
+        )
+    )
+
+    response = await provider.complete(ask(tools=[CREATE_POST], max_output_tokens=512))
+
+    assert response.text == "Let me create it."
+    assert response.finish_reason == "tool_use"
+    assert response.tool_calls == [
+        ActionCall(id="toolu_01", name="create_post", params={"title": "Spring"}),
+        ActionCall(id="toolu_02", name="list_posts", params={}),
+    ]
+    body = anthropic_server.bodies[0]
+    assert body["max_tokens"] == 512
+    assert body["tools"] == [
+        {
+            "name": "create_post",
+            "description": "Create a draft post.",
+            "input_schema": CREATE_POST.parameters,
+        }
+    ]
+
+
+async def test_transcript_mapping_on_the_wire(
+    provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
+) -> None:
+    """Tool results of one assistant turn go in ONE user message, first; roles alternate."""
+    anthropic_server.push(Reply(text="Both posts exist."))
+    calls = [
+        ActionCall(id="toolu_a", name="create_post", params={"title": "One"}),
+        ActionCall(id="toolu_b", name="create_post", params={"title": "Two"}),
+    ]
+    request = ModelRequest(
+        system="SYSTEM",
+        messages=[
+            Message(role=Role.USER, content="Make two posts."),
+            Message(role=Role.USER, content="Drafts only."),
+            Message(role=Role.ASSISTANT, content="On it.", tool_calls=calls),
+            Message(role=Role.TOOL, tool_call_id="toolu_a", content="id 7"),
+            Message(role=Role.TOOL, tool_call_id="toolu_b", content="id 8"),
+            Message(role=Role.USER, content="(2 of 2 actions ran)"),
+            Message(role=Role.ASSISTANT, content="", tool_calls=[calls[0]]),
+            Message(role=Role.TOOL, tool_call_id="toolu_a", content="id 9"),
+        ],
+    )
+
+    await provider.complete(request)
+
+    use_a = {"type": "tool_use", "id": "toolu_a", "name": "create_post", "input": {"title": "One"}}
+    use_b = {"type": "tool_use", "id": "toolu_b", "name": "create_post", "input": {"title": "Two"}}
+    assert anthropic_server.bodies[0]["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Make two posts."},
+                {"type": "text", "text": "Drafts only."},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "On it."},
+                use_a,
+                use_b,
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_a", "content": "id 7"},
+                {"type": "tool_result", "tool_use_id": "toolu_b", "content": "id 8"},
+                {"type": "text", "text": "(2 of 2 actions ran)"},
+            ],
+        },
+        {
+            "role": "assistant",
+            # An empty text block would be rejected: only the tool use is sent.
+            "content": [use_a],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_a", "content": "id 9"}],
+        },
+    ]
+
+
+async def test_stream_yields_text_deltas_then_the_final_response(
+    provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
+) -> None:
+    anthropic_server.push(
+        Reply(
+            text="Hello, world!",
+            deltas=("Hel", "lo, ", "world!"),
+            input_tokens=25,
+            cache_read_tokens=100,
+            output_tokens=9,
+        )
+    )
+
+    parts = await collect(provider, ask())
+
+    assert parts == [
+        TextDelta(text="Hel"),
+        TextDelta(text="lo, "),
+        TextDelta(text="world!"),
+        ResponseDone(
+            response=ModelResponse(
+                text="Hello, world!",
+                # Prompt side from message_start, output from message_delta.
+                usage=Usage(input_tokens=125, output_tokens=9, model_calls=1),
+                finish_reason="end_turn",
+                model="claude-test",
+            )
+        ),
+    ]
+    assert anthropic_server.bodies[0]["stream"] is True
+
+
+async def test_stream_accumulates_input_json_deltas_per_tool_use(
+    provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
+) -> None:
+    anthropic_server.push(
+        Reply(
+            text="Two calls.",
+            tool_calls=(
+                ToolCall(id="toolu_1", name="create_post", arguments={"title": "A longer title"}),
+                ToolCall(id="toolu_2", name="update_settings", arguments={"title": "Site", "n": 3}),
+                ToolCall(id="toolu_3", name="create_post", arguments='{"title": "cut'),
+            ),
+        )
+    )
+
+    parts = await collect(provider, ask(tools=[CREATE_POST]))
+
+    assert "".join(p.text for p in parts if isinstance(p, TextDelta)) == "Two calls."
+    done = parts[-1]
+    assert isinstance(done, ResponseDone)
+    assert done.response.text == "Two calls."
+    assert done.response.finish_reason == "tool_use"
+    assert done.response.tool_calls == [
+        ActionCall(id="toolu_1", name="create_post", params={"title": "A longer title"}),
+        ActionCall(id="toolu_2", name="update_settings", params={"title": "Site", "n": 3}),
+        ActionCall(id="toolu_3", name="create_post", params={"_raw_arguments": '{"title": "cut'}),
+    ]
+
+
+async def test_error_event_inside_a_stream(
+    provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
+) -> None:
+    anthropic_server.push(
+        Reply(
+            text="Part",
+            deltas=("Pa", "rt"),
+            stream_error=ErrorReply(status=529, message="Overloaded"),
+        )
+    )
+    seen: list[StreamPart] = []
+
+    with pytest.raises(ProviderError) as caught:
+        async for part in provider.stream(ask()):
+            seen.append(part)
+
+    assert seen == [TextDelta(text="Pa"), TextDelta(text="rt")]
+    assert caught.value.retryable is True
+    assert caught.value.message == "anthropic stream failed (overloaded_error): Overloaded"
+
+
+@pytest.mark.parametrize(
+    ("status", "message"),
+    [
+        (400, "messages: roles must alternate"),
+        (401, "invalid x-api-key"),
+        (403, "Your API key does not have permission to use the specified resource."),
+        (404, "model: claude-nope"),
+    ],
+)
+async def test_client_errors_are_not_retryable(
+    provider: AnthropicMessagesProvider,
+    anthropic_server: FakeAnthropicServer,
+    status: int,
+    message: str,
+) -> None:
+    anthropic_server.push(ErrorReply(status=status, message=message))
+
+    with pytest.raises(ProviderError) as caught:
+        await provider.complete(ask())
+
+    assert caught.value.retryable is False
+    assert caught.value.message == f"anthropic answered {status}: {message}"
+    assert len(anthropic_server.requests) == 1
+
+
+@pytest.mark.parametrize("status", [429, 500, 529])
+async def test_rate_limits_and_overload_are_retryable(
+    provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer, status: int
+) -> None:
+    anthropic_server.push(ErrorReply(status=status, message="Try again later"))
+
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider, ask())
+
+    assert caught.value.retryable is True
+    assert caught.value.message == f"anthropic answered {status}: Try again later"
+    assert len(anthropic_server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (RawReply(body="<html>bad gateway</html>", content_type="text/html"), "not JSON"),
+        (RawReply(body="{truncated"), "not JSON"),
+        (RawReply(body=b""), "not JSON"),
+        (RawReply(body='{"type": "message", "content": "hi"}'), "not a message"),
+        (RawReply(body="[]"), "not a message"),
+    ],
+)
+async def test_garbage_bodies_are_clear_provider_errors(
+    provider: AnthropicMessagesProvider,
+    anthropic_server: FakeAnthropicServer,
+    raw: RawReply,
+    expected: str,
+) -> None:
+    anthropic_server.push(raw)
+
+    with pytest.raises(ProviderError) as caught:
+        await provider.complete(ask())
+
+    assert caught.value.message.startswith("anthropic answered with a body that is ")
+    assert expected in caught.value.message
+    assert caught.value.retryable is True
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("event: message_start\ndata: {nope\n\n", "not JSON"),
+        ('event: message_start\ndata: {"type": "message_start"}\n\n', "ended before message_stop"),
+        ('event: content_block_delta\ndata: {"index": 0}\n\n', "wrong shape"),
+        ("", "ended before message_stop"),
+    ],
+)
+async def test_garbage_streams_are_clear_provider_errors(
+    provider: AnthropicMessagesProvider,
+    anthropic_server: FakeAnthropicServer,
+    body: str,
+    expected: str,
+) -> None:
+    anthropic_server.push(RawReply(body=body, content_type="text/event-stream"))
+
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider, ask())
+
+    assert expected in caught.value.message
+    assert caught.value.retryable is True
+
+
+async def test_a_slow_server_is_a_retryable_timeout(anthropic_server: FakeAnthropicServer) -> None:
+    anthropic_server.push(Reply(text="too late", delay_s=5))
+    provider = AnthropicMessagesProvider(
+        api_key="k", model="claude-test", base_url=anthropic_server.base_url, timeout_s=0.2
+    )
+
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider, ask())
+    await provider.aclose()
+
+    assert caught.value.retryable is True
+    assert caught.value.message == "anthropic did not answer in time (request timed out)"
