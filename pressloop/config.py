@@ -99,6 +99,7 @@ class Settings(BaseSettings):
     worker_concurrency: int = Field(
         default=8, validation_alias=_env("PRESSLOOP_WORKER_CONCURRENCY")
     )
+    scheduler_poll_s: float = Field(default=5.0, validation_alias=_env("PRESSLOOP_SCHEDULER_POLL"))
     event_poll_s: float = Field(default=0.2, validation_alias=_env("PRESSLOOP_EVENT_POLL"))
 
     # Requests.

@@ -30,11 +30,20 @@ class MemoryPort(Protocol):
     async def forget(self, agent_id: str, ids: list[int]) -> int: ...
 
 
+class SpawnPort(Protocol):
+    """Starts a child agent on a new thread; the runtime hands in the database-backed one."""
+
+    async def spawn(
+        self, context: ActionContext, *, message: str, wait: bool, title: str, key: str
+    ) -> dict[str, Any]: ...
+
+
 @dataclass(kw_only=True)
 class ActionServices:
     """The outside things handlers may use; each is optional so packs can be tested alone."""
 
     memory: MemoryPort | None = None
+    spawner: SpawnPort | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

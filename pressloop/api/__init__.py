@@ -1,0 +1,5 @@
+"""The HTTP API: REST + SSE + bearer-token auth over the runtime's `Service`."""
+
+from pressloop.api.app import create_app
+
+__all__ = ["create_app"]

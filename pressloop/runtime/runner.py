@@ -43,6 +43,7 @@ from pressloop.runtime.bus import EventBus
 from pressloop.runtime.clock import Now, utc_now
 from pressloop.runtime.memory import StoreMemory
 from pressloop.runtime.session import RunSession
+from pressloop.runtime.spawn import Spawner, deliver_to_parent
 from pressloop.store import agents as agent_store
 from pressloop.store import events as event_store
 from pressloop.store import memories as memory_store
@@ -80,6 +81,8 @@ class Runner:
     rand: Callable[[], float] = random.random
     services: ActionServices = field(default_factory=ActionServices)
     history_limit: int = 60
+    # Told about runs this runner queued (a woken parent), so a worker can start them at once.
+    on_queued: Callable[[str], None] | None = None
 
     async def claim(self, run_id: str | None = None) -> Claim | None:
         async with self.database.write() as conn:
@@ -190,6 +193,8 @@ class Runner:
     def services_for(self, run: RunRecord) -> ActionServices:
         return ActionServices(
             memory=self.services.memory or StoreMemory(self.database, self.now),
+            spawner=self.services.spawner
+            or Spawner(self.database, self.now, max_attempts=self.settings.max_attempts),
             extra=self.services.extra,
         )
 
@@ -249,6 +254,20 @@ class Runner:
                 conn, run.thread_id, transcript, now=now, run_id=run.id
             )
             await thread_store.touch_thread(conn, run.thread_id, now=now)
+            if run.trigger is Trigger.SPAWNED and status in FINAL_RUN_STATUSES:
+                thread = await thread_store.get_thread(conn, run.thread_id)
+                if thread is not None and thread.parent_id is not None:
+                    woken = await deliver_to_parent(
+                        conn,
+                        thread,
+                        run.id,
+                        status,
+                        result,
+                        now=now,
+                        max_attempts=self.settings.max_attempts,
+                    )
+                    if woken is not None:
+                        queued.append(woken)
             day = now.date().isoformat()
             await usage_store.add_usage(
                 conn,
@@ -267,7 +286,11 @@ class Runner:
                 runs=1 if status is not RunStatus.QUEUED else 0,
             )
 
+        queued: list[str] = []
         await session.write(persist)
+        for run_id in queued:
+            if self.on_queued is not None:
+                self.on_queued(run_id)
 
 
 def _quiet_heartbeat(run: RunRecord, result: TurnResult) -> bool:

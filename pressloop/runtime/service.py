@@ -13,10 +13,14 @@ import os
 import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
+
+import sqlalchemy as sa
 
 from pressloop.actions.memory import MEMORY_ACTIONS
 from pressloop.actions.registry import ActionSpec, Registry
+from pressloop.actions.spawn import SPAWN_ACTIONS
 from pressloop.config import Settings
 from pressloop.contracts import (
     FINAL_RUN_STATUSES,
@@ -32,14 +36,19 @@ from pressloop.providers.base import Provider
 from pressloop.runtime.bus import EventBus
 from pressloop.runtime.clock import Now, utc_now
 from pressloop.runtime.runner import Runner
+from pressloop.runtime.scheduler import Scheduler
+from pressloop.runtime.schedules import Schedules
+from pressloop.runtime.spawn import Spawned, Spawner
 from pressloop.runtime.worker import Worker
 from pressloop.store import agents as agent_store
 from pressloop.store import events as event_store
 from pressloop.store import migrate
 from pressloop.store import runs as run_store
 from pressloop.store import threads as thread_store
+from pressloop.store import tokens as token_store
+from pressloop.store import usage as usage_store
 from pressloop.store.db import Database
-from pressloop.store.records import RunRecord, ThreadRecord
+from pressloop.store.records import RunRecord, ThreadRecord, TokenRecord
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +80,7 @@ class Service:
         self.database = database
         self.now = now
         self.bus = EventBus()
-        self.registry = Registry(actions if actions is not None else list(MEMORY_ACTIONS))
+        self.registry = Registry(actions if actions is not None else default_actions())
         self.runner = Runner(
             database=database,
             settings=settings,
@@ -83,6 +92,10 @@ class Service:
         )
         self._tasks: set[asyncio.Task[Any]] = set()
         self.worker: Worker | None = None
+        self.scheduler: Scheduler | None = None
+        self.schedules = Schedules(database, now)
+        self.spawner = Spawner(database, now, max_attempts=settings.max_attempts)
+        self.runner.on_queued = self._queued
 
     @classmethod
     async def open(
@@ -116,11 +129,29 @@ class Service:
         self._keep(asyncio.create_task(self.worker.run_forever(), name="worker"))
         return self.worker
 
+    def start_scheduler(self) -> Scheduler:
+        """Run the heartbeat scheduler inside this process (what `pressloop serve` does)."""
+        self.scheduler = Scheduler(
+            database=self.database,
+            now=self.now,
+            max_attempts=self.settings.max_attempts,
+            poll_s=self.settings.scheduler_poll_s,
+            on_run=self._queued,
+        )
+        self._keep(asyncio.create_task(self.scheduler.run_forever(), name="scheduler"))
+        return self.scheduler
+
+    def _queued(self, _run_id: str) -> None:
+        if self.worker is not None:
+            self.worker.wake()
+
     def _keep(self, task: asyncio.Task[Any]) -> None:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     async def close(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.stop()
         if self.worker is not None:
             await self.worker.stop()
         for task in list(self._tasks):
@@ -232,6 +263,28 @@ class Service:
             self.worker.wake()
         return Submission(run=run, created=created)
 
+    async def spawn(
+        self,
+        thread_id: str,
+        message: str,
+        *,
+        wait: bool = False,
+        user: str | None = None,
+        idempotency_key: str | None = None,
+        title: str = "",
+    ) -> Spawned:
+        """Start a child agent on a new thread under `thread_id` (`POST /v1/threads/{id}/spawn`)."""
+        if len(message) > self.settings.max_message_chars:
+            raise PayloadTooLarge(
+                f"the message has {len(message)} characters; the limit is "
+                f"{self.settings.max_message_chars} (PRESSLOOP_MAX_MESSAGE_CHARS)"
+            )
+        spawned = await self.spawner.spawn_child(
+            thread_id, message, wait=wait, title=title, key=idempotency_key, user=user
+        )
+        self._queued(spawned.run.id)
+        return spawned
+
     async def run(self, run_id: str) -> RunRecord:
         async with self.database.read() as conn:
             run = await run_store.get_run(conn, run_id)
@@ -323,6 +376,39 @@ class Service:
             requeued = await run_store.requeue(conn, run_id, now=self.now())
         assert requeued is not None
         return requeued
+
+    # Access and usage (API tokens, usage counters, health) -----------------------------------
+
+    async def create_token(self, *, name: str, role: str) -> tuple[TokenRecord, str]:
+        """A new API token; the plaintext comes back once, only its hash is stored."""
+        if role not in token_store.ROLES:
+            raise InvalidRequest(f"role must be one of {', '.join(token_store.ROLES)}")
+        async with self.database.write() as conn:
+            return await token_store.create_token(conn, name=name, role=role, now=self.now())
+
+    async def authenticate(self, token: str) -> TokenRecord | None:
+        """The live (not revoked) token record for this plaintext token, if any."""
+        async with self.database.read() as conn:
+            return await token_store.verify_token(conn, token)
+
+    async def list_tokens(self) -> list[TokenRecord]:
+        async with self.database.read() as conn:
+            return await token_store.list_tokens(conn)
+
+    async def usage(self, *, days: int = 30, scope: str | None = None) -> list[dict[str, Any]]:
+        """Daily usage rows of the last `days` days (today included), oldest first."""
+        since = (self.now().date() - timedelta(days=max(1, days) - 1)).isoformat()
+        async with self.database.read() as conn:
+            return await usage_store.list_usage(conn, since_day=since, scope=scope)
+
+    async def check_database(self) -> None:
+        """Raise if the database cannot answer a trivial query (health checks)."""
+        async with self.database.read() as conn:
+            await conn.execute(sa.select(1))
+
+
+def default_actions() -> list[ActionSpec]:
+    return [*MEMORY_ACTIONS, *SPAWN_ACTIONS]
 
 
 def cached_provider(settings: Settings) -> Callable[[], Provider]:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 
 from pressloop.store.db import Database
@@ -27,3 +29,18 @@ def _upgrade(connection: Connection, revision: str) -> None:
 async def upgrade(database: Database, revision: str = "head") -> None:
     async with database.engine.begin() as conn:
         await conn.run_sync(_upgrade, revision)
+
+
+def head_revision() -> str | None:
+    """The newest migration this code knows."""
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def _current(connection: Connection) -> str | None:
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+async def current_revision(database: Database) -> str | None:
+    """The migration the database is at (None for an empty database)."""
+    async with database.read() as conn:
+        return await conn.run_sync(_current)

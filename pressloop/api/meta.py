@@ -1,0 +1,64 @@
+"""Health, the action catalog, usage counters and API tokens."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
+
+from pressloop.api.auth import Admin, ServiceDep, Viewer
+from pressloop.api.errors import error_response
+from pressloop.api.schemas import Health, TokenCreate, TokenCreated, TokenOut, UsageRow
+from pressloop.contracts import CatalogEntry
+
+log = logging.getLogger(__name__)
+
+router = APIRouter(tags=["meta"])
+
+HEALTH_TIMEOUT_S = 5.0
+
+
+@router.get(
+    "/healthz",
+    response_model=Health,
+    responses={503: {"description": "The database did not answer."}},
+)
+async def healthz(service: ServiceDep) -> Health | JSONResponse:
+    """Open to anyone: the service answers and its database answers a trivial query."""
+    try:
+        async with asyncio.timeout(HEALTH_TIMEOUT_S):
+            await service.check_database()
+    except Exception as exc:
+        log.warning("health check: the database did not answer: %s", exc)
+        return error_response(503, "database_unavailable", "the database did not answer")
+    return Health(status="ok", database="ok")
+
+
+@router.get("/v1/actions")
+async def actions(service: ServiceDep, _who: Viewer) -> list[CatalogEntry]:
+    """What the agent can do: each action's name, risk and parameter schema."""
+    return service.registry.catalog()
+
+
+@router.get("/v1/usage")
+async def usage(
+    service: ServiceDep,
+    _who: Viewer,
+    days: int = Query(default=30, ge=1, le=3660, description="The last N days, today included."),
+    scope: str | None = Query(default=None, description="user or site"),
+) -> list[UsageRow]:
+    return [UsageRow.model_validate(row) for row in await service.usage(days=days, scope=scope)]
+
+
+@router.post("/v1/tokens", status_code=201)
+async def create_token(body: TokenCreate, service: ServiceDep, _who: Admin) -> TokenCreated:
+    """A new API token. The answer is the only time the token itself is shown."""
+    record, plaintext = await service.create_token(name=body.name, role=body.role)
+    return TokenCreated(**TokenOut.of(record).model_dump(), token=plaintext)
+
+
+@router.get("/v1/tokens")
+async def list_tokens(service: ServiceDep, _who: Admin) -> list[TokenOut]:
+    return [TokenOut.of(t) for t in await service.list_tokens()]

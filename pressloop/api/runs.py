@@ -1,0 +1,135 @@
+"""Runs: post a message to a thread (wait, stream or background), list, inspect, follow, control."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi.responses import JSONResponse
+
+from pressloop.api.auth import Operator, ServiceDep, Viewer
+from pressloop.api.schemas import RunAccepted, RunCreate, RunOut, RunResult
+from pressloop.api.sse import SSE_MEDIA_TYPE, event_stream, resume_point, wants_stream
+from pressloop.contracts import Event, RunStatus, Trigger
+from pressloop.errors import InvalidRequest
+from pressloop.runtime.service import RESTING
+
+router = APIRouter(tags=["runs"])
+
+SSE_RESPONSE: dict[str, Any] = {
+    "description": "With `Accept: text/event-stream`: one SSE frame per event (`id: <seq>`, "
+    "`event: <type>`, `data: <Event JSON>`) until the run finishes or rests.",
+    "content": {SSE_MEDIA_TYPE: {"schema": {"type": "string"}}},
+}
+
+IdempotencyKey = Annotated[
+    str | None, Header(alias="Idempotency-Key", min_length=1, max_length=200)
+]
+LastEventId = Annotated[str | None, Header(alias="Last-Event-ID")]
+
+
+def _json(model: RunResult | RunAccepted, status: int, replayed: bool) -> JSONResponse:
+    headers = {"Idempotent-Replayed": "true"} if replayed else None
+    return JSONResponse(model.model_dump(mode="json"), status_code=status, headers=headers)
+
+
+@router.post(
+    "/v1/threads/{thread_id}/runs",
+    response_model=None,
+    responses={
+        200: {"model": RunResult, "description": "mode=wait: the run once it rests."},
+        202: {"model": RunAccepted, "description": "mode=background (or a wait that timed out)."},
+        "2XX": SSE_RESPONSE,
+    },
+)
+async def post_run(
+    thread_id: str,
+    body: RunCreate,
+    request: Request,
+    service: ServiceDep,
+    who: Operator,
+    idempotency_key: IdempotencyKey = None,
+    last_event_id: LastEventId = None,
+) -> Response:
+    """Send a message to the thread's agent. The same idempotency key gives the same run."""
+    if body.idempotency_key and idempotency_key and body.idempotency_key != idempotency_key:
+        raise InvalidRequest("the Idempotency-Key header and the body's idempotency_key differ")
+    key = body.idempotency_key or idempotency_key
+    submission = await service.submit(
+        thread_id,
+        body.message,
+        trigger=Trigger.API,
+        user=who.name,
+        multitask=body.multitask,
+        idempotency_key=key,
+        policy=body.policy.model_dump(exclude_none=True) if body.policy else None,
+    )
+    run, replayed = submission.run, not submission.created
+    if replayed and run.input != body.message:
+        raise InvalidRequest(
+            f"the idempotency key {key!r} was already used on this thread for another message "
+            f"(run {run.id})"
+        )
+    if submission.created:
+        service.start_run_soon(run.id)
+    if body.mode == "stream":
+        return event_stream(request, run.id, after=resume_point(last_event_id, 0))
+    if body.mode == "background":
+        return _json(RunAccepted(run=RunOut.of(run)), 202, replayed)
+    run = await service.wait(run.id)
+    rested = run.status in RESTING
+    result = RunResult(run=RunOut.of(run), result=run.result if rested else None)
+    return _json(result, 200 if rested else 202, replayed)
+
+
+@router.get("/v1/runs")
+async def list_runs(
+    service: ServiceDep,
+    _who: Viewer,
+    thread_id: str | None = None,
+    status: RunStatus | None = None,
+    limit: int = Query(default=50, ge=1, le=500),
+) -> list[RunOut]:
+    runs = await service.list_runs(thread_id=thread_id, status=status, limit=limit)
+    return [RunOut.of(r) for r in runs]
+
+
+@router.get("/v1/runs/{run_id}")
+async def show_run(run_id: str, service: ServiceDep, _who: Viewer) -> RunOut:
+    return RunOut.of(await service.run(run_id))
+
+
+@router.get(
+    "/v1/runs/{run_id}/events",
+    response_model=list[Event],
+    responses={200: SSE_RESPONSE},
+)
+async def run_events(
+    run_id: str,
+    request: Request,
+    service: ServiceDep,
+    _who: Viewer,
+    after: int = Query(default=0, ge=0, description="Only events with a larger seq."),
+    limit: int = Query(default=1000, ge=1, le=1000, description="At most this many (JSON)."),
+    last_event_id: LastEventId = None,
+) -> Response | list[Event]:
+    """The run's events: a JSON list, or a live SSE stream with `Accept: text/event-stream`
+    (resumed after `Last-Event-ID` when the client sends it)."""
+    if wants_stream(request):
+        await service.run(run_id)  # an unknown run is a 404 before the stream starts
+        return event_stream(request, run_id, after=resume_point(last_event_id, after))
+    return await service.events(run_id, after=after, limit=limit)
+
+
+@router.post("/v1/runs/{run_id}/cancel")
+async def cancel_run(run_id: str, service: ServiceDep, _who: Operator) -> RunOut:
+    """Cancel a queued or paused run at once; a running one stops at its next safe point."""
+    return RunOut.of(await service.cancel(run_id))
+
+
+@router.post("/v1/runs/{run_id}/requeue")
+async def requeue_run(run_id: str, service: ServiceDep, _who: Operator) -> RunOut:
+    """Give a dead, failed or timed-out run a fresh set of attempts."""
+    run = await service.requeue(run_id)
+    service.start_run_soon(run.id)
+    return RunOut.of(run)

@@ -1,0 +1,202 @@
+"""Spawned agents: a child thread with a seed message, the `spawned` policy and a queued run.
+
+Limits (DESIGN.md section 9): depth <= 2 below the root thread and <= 5 live children per parent.
+When a child's run ends, its result goes back to the parent: as a follow-up run that wakes the
+parent if it asked to wait, else as a message in the parent's thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pressloop.contracts import (
+    ActionContext,
+    Message,
+    Role,
+    RunStatus,
+    Trigger,
+    TurnResult,
+)
+from pressloop.errors import Conflict, NotFound
+from pressloop.policy import resolve_policy
+from pressloop.runtime.clock import Now
+from pressloop.store import agents as agent_store
+from pressloop.store import runs as run_store
+from pressloop.store import threads as thread_store
+from pressloop.store.db import Database
+from pressloop.store.records import RunRecord, ThreadRecord
+from pressloop.store.schema import runs, threads
+
+MAX_DEPTH = 2
+MAX_LIVE_CHILDREN = 5
+LIVE = (RunStatus.QUEUED.value, RunStatus.RUNNING.value, RunStatus.WAITING_APPROVAL.value)
+
+
+@dataclass(kw_only=True)
+class Spawned:
+    thread: ThreadRecord
+    run: RunRecord
+    created: bool
+
+    def public(self) -> dict[str, Any]:
+        return {"thread_id": self.thread.id, "run_id": self.run.id, "status": self.run.status}
+
+
+async def _live_children(conn: AsyncConnection, parent_id: str) -> int:
+    query = (
+        sa.select(sa.func.count(sa.distinct(threads.c.id)))
+        .select_from(threads.join(runs, runs.c.thread_id == threads.c.id))
+        .where(threads.c.parent_id == parent_id, runs.c.status.in_(LIVE))
+    )
+    return int((await conn.execute(query)).scalar_one())
+
+
+class Spawner:
+    def __init__(self, database: Database, now: Now, *, max_attempts: int) -> None:
+        self.database = database
+        self.now = now
+        self.max_attempts = max_attempts
+
+    async def spawn_child(
+        self,
+        parent_thread_id: str,
+        message: str,
+        *,
+        wait: bool = False,
+        title: str = "",
+        key: str | None = None,
+        parent_run_id: str | None = None,
+        parent_trigger: Trigger = Trigger.API,
+        user: str | None = None,
+    ) -> Spawned:
+        now = self.now()
+        async with self.database.write() as conn:
+            parent = await thread_store.get_thread(conn, parent_thread_id)
+            if parent is None:
+                raise NotFound(f"thread {parent_thread_id!r} does not exist")
+            seed_key = f"spawn:{parent.id}:{key}" if key else None
+            if seed_key is not None:
+                existing = await _spawned_by_key(conn, seed_key)
+                if existing is not None:
+                    return existing
+            if parent.depth + 1 > MAX_DEPTH:
+                raise Conflict(
+                    f"cannot spawn from thread {parent.id}: spawned agents may be at most "
+                    f"{MAX_DEPTH} levels deep"
+                )
+            if await _live_children(conn, parent.id) >= MAX_LIVE_CHILDREN:
+                raise Conflict(
+                    f"cannot spawn from thread {parent.id}: it already has "
+                    f"{MAX_LIVE_CHILDREN} live children; wait for one to finish"
+                )
+            agent = await agent_store.get_agent(conn, parent.agent_id)
+            child = await thread_store.create_thread(
+                conn,
+                agent_id=parent.agent_id,
+                now=now,
+                title=title or message[:80],
+                created_by=user or f"thread:{parent.id}",
+                parent_id=parent.id,
+                depth=parent.depth + 1,
+                metadata={
+                    "wait": wait,
+                    "parent_run_id": parent_run_id,
+                    "parent_trigger": parent_trigger.value,
+                },
+            )
+            run, _ = await run_store.create_run(
+                conn,
+                thread_id=child.id,
+                agent_id=child.agent_id,
+                trigger=Trigger.SPAWNED,
+                input=message,
+                policy=resolve_policy(Trigger.SPAWNED, agent=agent.policy if agent else None),
+                now=now,
+                requesting_user=user,
+                execution_user=user,
+                max_attempts=self.max_attempts,
+                idempotency_key=seed_key,
+            )
+        return Spawned(thread=child, run=run, created=True)
+
+    async def spawn(
+        self, context: ActionContext, *, message: str, wait: bool, title: str, key: str
+    ) -> dict[str, Any]:
+        """The `spawn_agent` action's port."""
+        spawned = await self.spawn_child(
+            context.thread_id,
+            message,
+            wait=wait,
+            title=title,
+            key=key,
+            parent_run_id=context.run_id,
+            parent_trigger=context.trigger,
+            user=context.requesting_user,
+        )
+        return spawned.public()
+
+
+async def _spawned_by_key(conn: AsyncConnection, seed_key: str) -> Spawned | None:
+    row = (
+        await conn.execute(sa.select(runs.c.id).where(runs.c.idempotency_key == seed_key).limit(1))
+    ).one_or_none()
+    if row is None:
+        return None
+    run = await run_store.get_run(conn, row[0])
+    assert run is not None
+    thread = await thread_store.get_thread(conn, run.thread_id)
+    assert thread is not None
+    return Spawned(thread=thread, run=run, created=False)
+
+
+def child_report(thread: ThreadRecord, status: RunStatus, result: TurnResult) -> str:
+    outcome = result.assistant_text or (result.error.message if result.error else "")
+    return f"[spawned agent {thread.id} finished: {status.value}]\n{outcome}".strip()
+
+
+async def deliver_to_parent(
+    conn: AsyncConnection,
+    thread: ThreadRecord,
+    child_run_id: str,
+    status: RunStatus,
+    result: TurnResult,
+    *,
+    now: datetime,
+    max_attempts: int,
+) -> str | None:
+    """Post a finished child's result to its parent; returns the wake-up run id, if any."""
+    assert thread.parent_id is not None
+    report = child_report(thread, status, result)
+    if not thread.metadata.get("wait"):
+        await thread_store.append_messages(
+            conn,
+            thread.parent_id,
+            [Message(role=Role.USER, name="spawned_agent", content=report)],
+            now=now,
+        )
+        return None
+    parent = await thread_store.get_thread(conn, thread.parent_id)
+    agent = await agent_store.get_agent(conn, thread.agent_id)
+    trigger = Trigger(thread.metadata.get("parent_trigger", Trigger.API.value))
+    run, _ = await run_store.create_run(
+        conn,
+        thread_id=thread.parent_id,
+        agent_id=thread.agent_id,
+        trigger=trigger,
+        input=report,
+        policy=resolve_policy(
+            trigger,
+            agent=agent.policy if agent else None,
+            thread=parent.metadata.get("policy") if parent else None,
+        ),
+        now=now,
+        requesting_user=f"thread:{thread.id}",
+        max_attempts=max_attempts,
+        idempotency_key=f"child-done:{child_run_id}",
+    )
+    return run.id
