@@ -6,6 +6,7 @@ claimed runs to `Runner.run_claim`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 from collections.abc import Callable
@@ -83,6 +84,7 @@ class Runner:
     history_limit: int = 60
     # Told about runs this runner queued (a woken parent), so a worker can start them at once.
     on_queued: Callable[[str], None] | None = None
+    sessions: dict[str, RunSession] = field(default_factory=dict)
 
     async def claim(self, run_id: str | None = None) -> Claim | None:
         async with self.database.write() as conn:
@@ -109,6 +111,7 @@ class Runner:
             last_seq=last_seq,
         )
         session.start()
+        self.sessions[run.id] = session
         try:
             await session.emit(
                 EventType.RUN_STARTED,
@@ -131,15 +134,53 @@ class Runner:
         except LeaseLost as lost:
             log.warning("run %s: %s", run.id, lost.message)
             return None
+        except asyncio.CancelledError:
+            # The worker is shutting down: hand the run back now rather than at lease expiry.
+            await self._release(run, session)
+            raise
         except Exception:
             # The session could not write (database unreachable): the lease expires and another
             # worker (or this one) resumes the run from its checkpoint.
             log.exception("run %s: could not record its outcome", run.id)
             return None
         finally:
+            self.sessions.pop(run.id, None)
             await session.close()
         async with self.database.read() as conn:
             return await run_store.get_run(conn, run.id)
+
+    def signal_cancel(self, run_id: str) -> None:
+        """A person asked to stop a run this process is running: tell it without waiting for
+        its next write (other processes learn it from the database at their next write)."""
+        session = self.sessions.get(run_id)
+        if session is not None:
+            session.cancel_requested = True
+
+    async def _release(self, run: RunRecord, session: RunSession) -> None:
+        now = self.now()
+
+        async def requeue(conn: AsyncConnection) -> None:
+            await run_store.finish_run(
+                conn,
+                session.claim,
+                status=RunStatus.QUEUED,
+                now=now,
+                not_before=now,
+                checkpoint=session.last_checkpoint,
+            )
+
+        try:
+            await session.emit(
+                EventType.ERROR,
+                {
+                    "cls": "WorkerStopped",
+                    "message": "the worker stopped; the run was requeued",
+                    "retryable": True,
+                },
+            )
+            await session.write(requeue)
+        except Exception:  # the lease will expire and the run be reclaimed anyway
+            log.warning("run %s: could not requeue on shutdown", run.id)
 
     async def _turn(self, run: RunRecord, session: RunSession) -> TurnResult:
         try:

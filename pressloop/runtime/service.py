@@ -237,6 +237,7 @@ class Service:
                     )
                 if active is not None and multitask is Multitask.INTERRUPT:
                     await run_store.request_cancel(conn, active.id, now=now)
+                    self.runner.signal_cancel(active.id)
             resolved = resolve_policy(
                 trigger,
                 agent=agent.policy if agent else None,
@@ -362,6 +363,7 @@ class Service:
             run = await run_store.request_cancel(conn, run_id, now=self.now())
         if run is None:
             raise NotFound(f"run {run_id!r} does not exist")
+        self.runner.signal_cancel(run_id)
         self.bus.notify(run_id)
         return run
 

@@ -192,10 +192,13 @@ def _claimable(now: datetime, run_id: str | None) -> sa.Select[Any]:
             ~sa.exists().where(
                 other.c.thread_id == runs.c.thread_id,
                 other.c.status == RunStatus.QUEUED.value,
-                other.c.created_at < runs.c.created_at,
+                sa.or_(
+                    other.c.created_at < runs.c.created_at,
+                    sa.and_(other.c.created_at == runs.c.created_at, other.c.id < runs.c.id),
+                ),
             )
         )
-        .order_by(runs.c.not_before, runs.c.created_at)
+        .order_by(runs.c.not_before, runs.c.created_at, runs.c.id)
         .limit(1)
     )
     if run_id is not None:
