@@ -1,7 +1,12 @@
 """The executor: the one pipeline every action call goes through, whoever asked for it.
 
 validate params -> policy (allow | confirm | deny by risk and trigger) -> approval gate ->
-execute -> outcome. Budgets, snapshots and the ledger join this pipeline with the WordPress pack.
+ledger (replay a finished step, reconcile an interrupted one, else record the intent) ->
+execute -> ledger outcome. Budgets and snapshots join this pipeline with the WordPress pack.
+
+Reads are not ledgered: running a read twice changes nothing. Every write and destructive step
+happens at most once per (run, step): a step found with an intent but no outcome (the worker died
+in between) is reconciled by the action's own check before anything is sent again.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from pressloop.actions.ledger_port import LedgerPort
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec, Registry
 from pressloop.contracts import (
     ActionCall,
@@ -18,6 +24,7 @@ from pressloop.contracts import (
     ActionOutcome,
     CatalogEntry,
     PolicyMode,
+    Risk,
     StepStatus,
 )
 from pressloop.errors import ActionError, RunFailure
@@ -48,10 +55,12 @@ class Executor:
         services: ActionServices | None = None,
         *,
         approvals: ApprovalGate | None = None,
+        ledger: LedgerPort | None = None,
     ) -> None:
         self.registry = registry
         self.services = services or ActionServices()
         self.approvals = approvals
+        self.ledger = ledger
 
     def catalog(self) -> list[CatalogEntry]:
         return self.registry.catalog()
@@ -88,7 +97,39 @@ class Executor:
             )
         if mode is PolicyMode.CONFIRM:
             return await self._confirm(spec, call, context)
-        return await self._execute(spec, params, context)
+        if self.ledger is None or spec.risk is Risk.READ:
+            return await self._execute(spec, params, context)
+        return await self._execute_once(spec, call, params, context, self.ledger)
+
+    async def _execute_once(
+        self,
+        spec: ActionSpec,
+        call: ActionCall,
+        params: Any,
+        context: ActionContext,
+        ledger: LedgerPort,
+    ) -> ActionOutcome:
+        prior = await ledger.lookup(context)
+        if prior is not None and prior.action == spec.name:
+            if prior.outcome is not None:
+                return prior.outcome  # already done: the stored result, the site untouched
+            found = await spec.reconcile(params, context, self.services) if spec.reconcile else None
+            if found is not None:
+                outcome = _succeeded(spec, found)
+            elif spec.reconcile is None:
+                outcome = _failed(
+                    f"the outcome of {spec.name} is unknown: the worker stopped while it ran. "
+                    "Check whether it took effect before trying again.",
+                    spec,
+                )
+            else:
+                outcome = await self._execute(spec, params, context)  # it had not happened
+            await ledger.outcome(context, outcome)
+            return outcome
+        await ledger.intent(call, spec.risk, context, None)
+        outcome = await self._execute(spec, params, context)
+        await ledger.outcome(context, outcome)
+        return outcome
 
     async def _confirm(
         self, spec: ActionSpec, call: ActionCall, context: ActionContext
@@ -122,14 +163,18 @@ class Executor:
             return _failed(f"{spec.name} failed: {failure.message}", spec)
         except RunFailure:
             raise
-        return ActionOutcome(
-            status=StepStatus.SUCCEEDED,
-            content=_content(result.content),
-            summary=result.summary,
-            risk=spec.risk,
-            untrusted=result.untrusted,
-            data=result.content,
-        )
+        return _succeeded(spec, result)
+
+
+def _succeeded(spec: ActionSpec, result: ActionResult) -> ActionOutcome:
+    return ActionOutcome(
+        status=StepStatus.SUCCEEDED,
+        content=_content(result.content),
+        summary=result.summary,
+        risk=spec.risk,
+        untrusted=result.untrusted,
+        data=result.content,
+    )
 
 
 def _failed(message: str, spec: ActionSpec | None = None) -> ActionOutcome:

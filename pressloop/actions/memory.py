@@ -39,6 +39,16 @@ async def remember(
     return ActionResult(content={"id": memory_id}, summary=f"remembered #{memory_id}")
 
 
+async def remembered(
+    params: RememberParams, context: ActionContext, services: ActionServices
+) -> ActionResult | None:
+    """An interrupted `remember` took effect if the same note is already stored."""
+    for found in await _memory(services).recall(context.agent_id, params.content, 20):
+        if found["content"] == params.content:
+            return ActionResult(content={"id": found["id"]}, summary=f"remembered #{found['id']}")
+    return None
+
+
 async def recall(
     params: RecallParams, context: ActionContext, services: ActionServices
 ) -> ActionResult:
@@ -60,6 +70,7 @@ MEMORY_ACTIONS = (
         params=RememberParams,
         risk=Risk.WRITE,
         handler=remember,
+        reconcile=remembered,
     ),
     ActionSpec(
         name="recall",

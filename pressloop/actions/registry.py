@@ -48,6 +48,8 @@ class ActionServices:
 
 
 Handler = Callable[[Any, ActionContext, ActionServices], Awaitable[ActionResult]]
+# Did an earlier, interrupted attempt of this step take effect? The result if so, else None.
+Reconciler = Callable[[Any, ActionContext, ActionServices], Awaitable[ActionResult | None]]
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -58,6 +60,7 @@ class ActionSpec:
     risk: Risk
     handler: Handler
     network: bool = False
+    reconcile: Reconciler | None = None
 
     def entry(self) -> CatalogEntry:
         return CatalogEntry(

@@ -42,6 +42,7 @@ from pressloop.providers.base import Provider
 from pressloop.runtime.backoff import full_jitter
 from pressloop.runtime.bus import EventBus
 from pressloop.runtime.clock import Now, utc_now
+from pressloop.runtime.ledger import SessionLedger
 from pressloop.runtime.memory import StoreMemory
 from pressloop.runtime.session import RunSession
 from pressloop.runtime.spawn import Spawner, deliver_to_parent
@@ -216,7 +217,7 @@ class Runner:
         protocol_setting = self.settings.decision_protocol
         return EngineDeps(
             provider=provider,
-            actions=Executor(self.registry, self.services_for(run)),
+            actions=Executor(self.registry, self.services_for(run), ledger=SessionLedger(session)),
             history=history,
             prompt=PromptContext(
                 instructions=agent.instructions if agent else "",

@@ -182,6 +182,26 @@ api_tokens = sa.Table(
     sa.Column("revoked_at", UTCDateTime, nullable=True),
 )
 
+action_ledger = sa.Table(
+    "action_ledger",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", ID, sa.ForeignKey("runs.id"), nullable=False),
+    sa.Column("step_index", sa.Integer, nullable=False),
+    sa.Column("thread_id", ID, nullable=False),
+    sa.Column("call_id", sa.String(100), nullable=False),
+    sa.Column("action", sa.String(100), nullable=False),
+    sa.Column("params", JSONType, nullable=False),
+    sa.Column("risk", sa.String(20), nullable=False),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("outcome", JSONType, nullable=True),
+    sa.Column("snapshot", JSONType, nullable=True),
+    sa.Column("undo_state", sa.String(20), nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("finished_at", UTCDateTime, nullable=True),
+    sa.UniqueConstraint("run_id", "step_index"),
+)
+
 schedules = sa.Table(
     "schedules",
     metadata,

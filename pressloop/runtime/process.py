@@ -1,0 +1,40 @@
+"""A worker process (`pressloop worker`): claims runs until told to stop.
+
+SIGTERM or SIGINT stop it gracefully: no new claims, running turns get a grace period to reach a
+resting state, the rest are handed back to the queue for another worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from pressloop.config import Settings
+from pressloop.runtime.service import Service
+
+log = logging.getLogger(__name__)
+
+
+async def run_worker(
+    settings: Settings,
+    *,
+    concurrency: int | None = None,
+    scheduler: bool = False,
+    grace_s: float = 10.0,
+) -> None:
+    service = await Service.open(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    worker = service.start_worker(concurrency)
+    if scheduler:
+        service.start_scheduler()
+    log.info("worker %s started (concurrency %d)", service.runner.owner, worker.concurrency)
+    try:
+        await stop.wait()
+    finally:
+        log.info("worker %s stopping", service.runner.owner)
+        await worker.stop(grace_s)
+        await service.close()

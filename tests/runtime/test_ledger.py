@@ -1,0 +1,143 @@
+"""The action ledger on both databases: a step interrupted after its effect never runs twice."""
+
+from __future__ import annotations
+
+import asyncio
+
+import sqlalchemy as sa
+
+from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
+from pressloop.contracts import ActionContext, Checkpoint, Risk, RunStatus, StepStatus
+from pressloop.runtime.service import Service
+from pressloop.store import ledger as ledger_store
+from pressloop.store.schema import runs
+from tests.engine.test_loop import NoteParams
+from tests.runtime.conftest import ServiceFactory
+
+
+class Site:
+    """Stands for the outside world an action changes: a list of effects, each made once."""
+
+    def __init__(self) -> None:
+        self.effects: list[str] = []
+        self.hang = True
+        self.effect_made = asyncio.Event()
+
+    async def touch(self, p: NoteParams, c: ActionContext, _s: ActionServices) -> ActionResult:
+        self.effects.append(f"{c.run_id}:{c.step_index}:{p.text}")
+        self.effect_made.set()
+        if self.hang:  # the worker "dies" here: after the effect, before the outcome is stored
+            await asyncio.Event().wait()
+        return ActionResult(content="touched", summary="touched")
+
+    async def find(
+        self, p: NoteParams, c: ActionContext, _s: ActionServices
+    ) -> ActionResult | None:
+        if f"{c.run_id}:{c.step_index}:{p.text}" in self.effects:
+            return ActionResult(content="touched (found on the site)", summary="found")
+        return None
+
+    def specs(self) -> list[ActionSpec]:
+        return [
+            ActionSpec(
+                name="touch",
+                description="Change the site.",
+                params=NoteParams,
+                risk=Risk.WRITE,
+                handler=self.touch,
+                reconcile=self.find,
+            ),
+            ActionSpec(
+                name="touch_blind",
+                description="Change it, no way to check.",
+                params=NoteParams,
+                risk=Risk.WRITE,
+                handler=self.touch,
+            ),
+        ]
+
+
+SCRIPT = [
+    {"tool_calls": [{"name": "touch", "arguments": {"text": "a"}}]},
+    {"text": "Done."},
+]
+
+
+async def interrupt_after_effect(service: Service, site: Site, run_id: str) -> None:
+    task = asyncio.create_task(service.run_now(run_id))
+    await asyncio.wait_for(site.effect_made.wait(), 10)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_an_interrupted_step_is_reconciled_not_repeated(make_service: ServiceFactory) -> None:
+    site = Site()
+    service: Service = await make_service(SCRIPT)
+    for spec in site.specs():
+        service.registry.register(spec)
+    thread = await service.create_thread()
+    run = (await service.submit(thread.id, "touch it")).run
+    await interrupt_after_effect(service, site, run.id)
+
+    requeued = await service.run(run.id)
+    assert requeued.status is RunStatus.QUEUED  # handed back, resumes from its checkpoint
+    async with service.database.read() as conn:
+        (entry,) = await ledger_store.list_entries(conn, run.id)
+    assert entry.status == "intent" and entry.outcome is None
+
+    site.hang = False
+    done = await service.run_now(run.id)
+    assert done is not None and done.status is RunStatus.SUCCEEDED
+    assert site.effects == [f"{run.id}:0:a"]  # the effect happened once
+    assert done.result is not None and done.result.steps[0].result_summary == "found"
+    async with service.database.read() as conn:
+        (entry,) = await ledger_store.list_entries(conn, run.id)
+    assert entry.status == "done" and entry.outcome is not None
+
+
+async def test_an_interrupted_step_without_a_check_is_reported_unknown(
+    make_service: ServiceFactory,
+) -> None:
+    site = Site()
+    service: Service = await make_service(
+        [
+            {"tool_calls": [{"name": "touch_blind", "arguments": {"text": "b"}}]},
+            {"text": "I could not tell."},
+        ]
+    )
+    for spec in site.specs():
+        service.registry.register(spec)
+    thread = await service.create_thread()
+    run = (await service.submit(thread.id, "touch it")).run
+    await interrupt_after_effect(service, site, run.id)
+    site.hang = False
+    done = await service.run_now(run.id)
+    assert done is not None and done.result is not None
+    assert site.effects == [f"{run.id}:0:b"]
+    assert done.result.steps[0].status is StepStatus.FAILED
+    assert "outcome of touch_blind is unknown" in done.result.steps[0].result_summary
+
+
+async def test_a_finished_step_is_replayed_from_the_ledger(make_service: ServiceFactory) -> None:
+    site = Site()
+    site.hang = False
+    service: Service = await make_service([*SCRIPT, {"text": "Done again."}])
+    for spec in site.specs():
+        service.registry.register(spec)
+    thread = await service.create_thread()
+    run = await service.run_now((await service.submit(thread.id, "touch it")).run.id)
+    assert run is not None and run.checkpoint is not None and site.effects == [f"{run.id}:0:a"]
+
+    # Put the run back where a worker that died between the ledger's commit and the
+    # checkpoint's commit would leave it: the call asked for, its result not in the checkpoint.
+    before_result = Checkpoint(round=1, messages=run.checkpoint.messages[:2])
+    async with service.database.write() as conn:
+        await conn.execute(
+            sa.update(runs)
+            .where(runs.c.id == run.id)
+            .values(status="queued", checkpoint=before_result.model_dump(mode="json"))
+        )
+    resumed = await service.run_now(run.id)
+    assert resumed is not None and resumed.status is RunStatus.SUCCEEDED
+    assert site.effects == [f"{run.id}:0:a"]  # replayed from the ledger, not run again
+    assert resumed.result is not None and resumed.result.steps[0].result_summary == "touched"
