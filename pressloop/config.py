@@ -66,6 +66,9 @@ class Settings(BaseSettings):
         default=None, validation_alias=_env("PRESSLOOP_WP_APP_PASSWORD")
     )
 
+    # Extra action packs: comma-separated modules, each with an ACTIONS list of ActionSpec.
+    action_packs: str = Field(default="", validation_alias=_env("PRESSLOOP_ACTION_PACKS"))
+
     disable_agent: bool = Field(default=False, validation_alias=_env("PRESSLOOP_DISABLE_AGENT"))
     secret_key: str | None = Field(default=None, validation_alias=_env("PRESSLOOP_SECRET_KEY"))
 

@@ -5,6 +5,7 @@ The script is a JSON list, one item per model call, read in order:
   {"tool_calls": [{"name": "...", "arguments": {...}}], "text": "..."}   tool calls
   {"error": {"status": 503, "message": "..."}}     a provider failure (5xx/429 are retryable)
 Any item may add "usage": {"input": N, "output": N} and "delay_s": seconds before answering.
+The file may also be {"cycle": true, "answers": [...]} to repeat the answers forever.
 When the list is used up the provider says so with a clear error instead of inventing answers.
 """
 
@@ -58,8 +59,15 @@ class ScriptedProvider:
             items = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ConfigurationError(f"cannot read the script {path}: {exc}") from exc
+        if isinstance(items, dict) and isinstance(items.get("answers"), list):
+            # {"cycle": true, "answers": [...]} repeats the answers forever (demos, load tests).
+            kwargs.setdefault("cycle", bool(items.get("cycle")))
+            items = items["answers"]
         if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-            raise ConfigurationError(f"the script {path} must be a JSON list of objects")
+            raise ConfigurationError(
+                f"the script {path} must be a JSON list of objects, or "
+                '{"cycle": true, "answers": [...]}'
+            )
         return cls(items, **kwargs)
 
     @property

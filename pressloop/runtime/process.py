@@ -38,3 +38,19 @@ async def run_worker(
         log.info("worker %s stopping", service.runner.owner)
         await worker.stop(grace_s)
         await service.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m pressloop.runtime.process` (the same as `pressloop worker`)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="pressloop worker")
+    parser.add_argument("--concurrency", type=int, default=None)
+    parser.add_argument("--scheduler", action="store_true", help="also run the scheduler")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    asyncio.run(run_worker(Settings(), concurrency=args.concurrency, scheduler=args.scheduler))
+
+
+if __name__ == "__main__":
+    main()

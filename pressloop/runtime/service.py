@@ -8,6 +8,7 @@ and background runs all go through `submit` and the same runner.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import os
 import socket
@@ -30,7 +31,13 @@ from pressloop.contracts import (
     RunStatus,
     Trigger,
 )
-from pressloop.errors import Conflict, InvalidRequest, NotFound, PayloadTooLarge
+from pressloop.errors import (
+    ConfigurationError,
+    Conflict,
+    InvalidRequest,
+    NotFound,
+    PayloadTooLarge,
+)
 from pressloop.policy import resolve_policy
 from pressloop.providers.base import Provider
 from pressloop.runtime.bus import EventBus
@@ -80,7 +87,9 @@ class Service:
         self.database = database
         self.now = now
         self.bus = EventBus()
-        self.registry = Registry(actions if actions is not None else default_actions())
+        self.registry = Registry(
+            actions if actions is not None else default_actions(settings.action_packs)
+        )
         self.runner = Runner(
             database=database,
             settings=settings,
@@ -409,8 +418,18 @@ class Service:
             await conn.execute(sa.select(1))
 
 
-def default_actions() -> list[ActionSpec]:
-    return [*MEMORY_ACTIONS, *SPAWN_ACTIONS]
+def default_actions(packs: str = "") -> list[ActionSpec]:
+    """The built-in actions, plus the packs named in PRESSLOOP_ACTION_PACKS."""
+    actions: list[ActionSpec] = [*MEMORY_ACTIONS, *SPAWN_ACTIONS]
+    for module_name in filter(None, (p.strip() for p in packs.split(","))):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"PRESSLOOP_ACTION_PACKS names {module_name!r}, which cannot be imported: {exc}"
+            ) from exc
+        actions.extend(getattr(module, "ACTIONS", ()))
+    return actions
 
 
 def cached_provider(settings: Settings) -> Callable[[], Provider]:

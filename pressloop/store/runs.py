@@ -329,22 +329,42 @@ async def finish_run(
 
 
 async def reclaim_expired(conn: AsyncConnection, *, now: datetime) -> list[str]:
-    """Put runs whose worker stopped renewing back in the queue (they resume from checkpoint)."""
-    expired = (
+    """Put runs whose worker stopped renewing back in the queue (they resume from their
+    checkpoint); a run that has used all its attempts this way is dead-lettered instead."""
+    expired = sa.and_(runs.c.status == RunStatus.RUNNING.value, runs.c.lease_expires_at < now)
+    lost = ErrorInfo(
+        cls="LeaseExpired",
+        message="the worker running this run stopped (its lease expired) on every attempt",
+        retryable=True,
+    )
+    await conn.execute(
+        sa.update(runs)
+        .where(expired, runs.c.attempt >= runs.c.max_attempts)
+        .values(
+            status=RunStatus.DEAD.value,
+            lease_owner=None,
+            lease_expires_at=None,
+            error=lost.model_dump(),
+            finished_at=now,
+            updated_at=now,
+        )
+    )
+    requeued = (
         await conn.execute(
             sa.update(runs)
-            .where(runs.c.status == RunStatus.RUNNING.value, runs.c.lease_expires_at < now)
+            .where(expired)
             .values(
                 status=RunStatus.QUEUED.value,
                 lease_owner=None,
                 lease_expires_at=None,
+                attempt=runs.c.attempt + 1,
                 not_before=now,
                 updated_at=now,
             )
             .returning(runs.c.id)
         )
     ).scalars()
-    return list(expired)
+    return list(requeued)
 
 
 async def request_cancel(conn: AsyncConnection, run_id: str, *, now: datetime) -> RunRecord | None:
