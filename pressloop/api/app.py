@@ -52,10 +52,12 @@ def create_app(
     service: Service,
     *,
     run_worker: bool = False,
+    run_scheduler: bool = False,
     sse_ping_s: float = 15.0,
     max_body_bytes: int | None = None,
 ) -> FastAPI:
-    """The API over `service`; with `run_worker` the app's lifespan runs an in-process worker.
+    """The API over `service`. With `run_worker` (and `run_scheduler`) the app's lifespan runs an
+    in-process worker (and the heartbeat scheduler), as `pressloop serve` does.
 
     The caller owns `service` and closes it after the app stops.
     """
@@ -63,9 +65,12 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         worker = service.start_worker() if run_worker else None
+        scheduler = service.start_scheduler() if run_scheduler else None
         try:
             yield
         finally:
+            if scheduler is not None:
+                scheduler.stop()
             if worker is not None:
                 await worker.stop()
 

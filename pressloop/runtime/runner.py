@@ -87,6 +87,16 @@ class Runner:
     on_queued: Callable[[str], None] | None = None
     sessions: dict[str, RunSession] = field(default_factory=dict)
 
+    async def claim_many(self, limit: int) -> list[Claim]:
+        async with self.database.write() as conn:
+            return await run_store.claim_runs(
+                conn,
+                owner=self.owner,
+                ttl_s=self.settings.lease_ttl_s,
+                now=self.now(),
+                limit=limit,
+            )
+
     async def claim(self, run_id: str | None = None) -> Claim | None:
         async with self.database.write() as conn:
             return await run_store.claim_run(

@@ -115,7 +115,10 @@ class Service:
         upgrade: bool = True,
         **kwargs: Any,
     ) -> Service:
-        database = Database.open(settings.resolved_database_url())
+        database = Database.open(
+            settings.resolved_database_url(),
+            idle_transaction_timeout_s=max(1.0, settings.lease_ttl_s),
+        )
         if upgrade:
             await migrate.upgrade(database)
         service = cls(

@@ -16,6 +16,9 @@ from pressloop.store import runs as run_store
 
 log = logging.getLogger(__name__)
 
+# How many runs one claim transaction takes at most.
+CLAIM_BATCH = 50
+
 
 class Worker:
     def __init__(
@@ -30,7 +33,6 @@ class Worker:
         self.concurrency = concurrency
         self.poll_s = poll_s
         self.sleep = sleep
-        self._slots = asyncio.Semaphore(concurrency)
         self._running: set[asyncio.Task[Any]] = set()
         self._stopping = asyncio.Event()
         self._wake = asyncio.Event()
@@ -59,15 +61,18 @@ class Worker:
         async with self.runner.database.write() as conn:
             await run_store.reclaim_expired(conn, now=self.runner.now())
         claimed = 0
-        while not self._stopping.is_set() and not self._slots.locked():
-            claim = await self.runner.claim()
-            if claim is None:
+        while not self._stopping.is_set():
+            free = self.concurrency - len(self._running)
+            if free <= 0:
                 break
-            await self._slots.acquire()
-            task = asyncio.create_task(self._run(claim), name=f"run:{claim.run.id}")
-            self._running.add(task)
-            task.add_done_callback(self._running.discard)
-            claimed += 1
+            claims = await self.runner.claim_many(min(free, CLAIM_BATCH))
+            for claim in claims:
+                task = asyncio.create_task(self._run(claim), name=f"run:{claim.run.id}")
+                self._running.add(task)
+                task.add_done_callback(self._running.discard)
+            claimed += len(claims)
+            if len(claims) < min(free, CLAIM_BATCH):
+                break
         return claimed
 
     async def _run(self, claim: Any) -> None:
@@ -76,7 +81,7 @@ class Worker:
         except Exception:
             log.exception("run %s crashed", claim.run.id)
         finally:
-            self._slots.release()
+            self.wake()  # a slot is free: look for more work now
 
     async def stop(self, grace_s: float = 10.0) -> None:
         """Stop claiming; give running turns `grace_s` to finish, then cancel them (their lease

@@ -52,7 +52,14 @@ class Database:
         self.dialect = engine.dialect.name
 
     @classmethod
-    def open(cls, url: str, *, sqlite_synchronous: str = "NORMAL", pool_size: int = 10) -> Database:
+    def open(
+        cls,
+        url: str,
+        *,
+        sqlite_synchronous: str = "NORMAL",
+        pool_size: int = 10,
+        idle_transaction_timeout_s: float = 60.0,
+    ) -> Database:
         url = normalise_url(url)
         parsed = make_url(url)
         if parsed.drivername.startswith("sqlite"):
@@ -61,8 +68,17 @@ class Database:
             engine = create_async_engine(url, connect_args={"timeout": 30})
             _prepare_sqlite(engine, sqlite_synchronous)
         else:
+            # A paused or partitioned worker must not hold row locks forever: PostgreSQL ends
+            # any transaction left idle longer than this (ours last milliseconds).
+            timeout_ms = str(max(1000, int(idle_transaction_timeout_s * 1000)))
             engine = create_async_engine(
-                url, pool_size=pool_size, max_overflow=pool_size * 2, pool_pre_ping=True
+                url,
+                pool_size=pool_size,
+                max_overflow=pool_size * 2,
+                pool_pre_ping=True,
+                connect_args={
+                    "server_settings": {"idle_in_transaction_session_timeout": timeout_ms}
+                },
             )
         return cls(engine)
 

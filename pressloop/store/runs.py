@@ -177,7 +177,9 @@ async def pending_run(conn: AsyncConnection, thread_id: str, trigger: Trigger) -
     return to_record(row) if row else None
 
 
-def _claimable(now: datetime, run_id: str | None) -> sa.Select[Any]:
+def _claimable(now: datetime, run_id: str | None, limit: int) -> sa.Select[Any]:
+    """Queued runs that may start now: due, on an idle thread, and first in their thread's
+    queue (so the candidates are all on different threads)."""
     other = runs.alias("other")
     query = (
         sa.select(runs.c.id)
@@ -199,35 +201,37 @@ def _claimable(now: datetime, run_id: str | None) -> sa.Select[Any]:
             )
         )
         .order_by(runs.c.not_before, runs.c.created_at, runs.c.id)
-        .limit(1)
+        .limit(limit)
     )
     if run_id is not None:
         query = query.where(runs.c.id == run_id)
     return query
 
 
-async def claim_run(
+async def claim_runs(
     conn: AsyncConnection,
     *,
     owner: str,
     ttl_s: float,
     now: datetime,
+    limit: int = 1,
     run_id: str | None = None,
-) -> Claim | None:
-    """Take the next runnable run (or exactly `run_id`) with a fresh lease; None if none is free."""
-    query = _claimable(now, run_id)
+) -> list[Claim]:
+    """Take up to `limit` runnable runs (or exactly `run_id`) with fresh leases, in one
+    transaction; an empty list if none is free."""
+    query = _claimable(now, run_id, limit)
     if conn.dialect.name == "postgresql":
         query = query.with_for_update(skip_locked=True, of=runs)
-    chosen = (await conn.execute(query)).scalar_one_or_none()
-    if chosen is None:
-        return None
+    chosen = list((await conn.execute(query)).scalars())
+    if not chosen:
+        return []
     try:
-        # A savepoint, so that losing the race to the unique index leaves the transaction usable.
+        # A savepoint, so that losing a race to the unique index leaves the transaction usable.
         async with conn.begin_nested():
-            row = (
+            rows = (
                 await conn.execute(
                     sa.update(runs)
-                    .where(runs.c.id == chosen, runs.c.status == RunStatus.QUEUED.value)
+                    .where(runs.c.id.in_(chosen), runs.c.status == RunStatus.QUEUED.value)
                     .values(
                         status=RunStatus.RUNNING.value,
                         lease_owner=owner,
@@ -239,13 +243,24 @@ async def claim_run(
                     )
                     .returning(*runs.c)
                 )
-            ).one_or_none()
+            ).all()
     except IntegrityError:
-        return None
-    if row is None:
-        return None
-    record = to_record(row)
-    return Claim(run=record, owner=owner, token=record.lease_token)
+        return []
+    claims = [to_record(row) for row in rows]
+    return [Claim(run=r, owner=owner, token=r.lease_token) for r in claims]
+
+
+async def claim_run(
+    conn: AsyncConnection,
+    *,
+    owner: str,
+    ttl_s: float,
+    now: datetime,
+    run_id: str | None = None,
+) -> Claim | None:
+    """Take the next runnable run (or exactly `run_id`); None if none is free."""
+    claims = await claim_runs(conn, owner=owner, ttl_s=ttl_s, now=now, run_id=run_id)
+    return claims[0] if claims else None
 
 
 async def fence(conn: AsyncConnection, claim: Claim, *, now: datetime, ttl_s: float) -> bool:

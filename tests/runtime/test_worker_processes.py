@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -116,6 +117,32 @@ async def wait_for(check: Callable[[], Any], limit_s: float = 30.0) -> Any:
         await asyncio.sleep(0.05)
 
 
+async def pause_outside_a_write(process: subprocess.Popen[bytes], database_url: str) -> None:
+    """SIGSTOP the worker at a moment it holds no write lock.
+
+    A process paused inside a SQLite write transaction blocks every other writer until it
+    resumes (SQLite has one write lock per file); on PostgreSQL the server ends such a
+    transaction after `idle_in_transaction_session_timeout`. This test is about fencing, so it
+    pauses the worker between its writes, as a GC pause or a partition usually would.
+    """
+    for _ in range(100):
+        process.send_signal(signal.SIGSTOP)
+        if not database_url.startswith("sqlite"):
+            return
+        try:
+            probe = sqlite3.connect(database_url.split("///", 1)[1], timeout=0.2)
+            try:
+                probe.execute("BEGIN IMMEDIATE")
+                probe.execute("ROLLBACK")
+                return
+            finally:
+                probe.close()
+        except sqlite3.OperationalError:
+            process.send_signal(signal.SIGCONT)
+            await asyncio.sleep(0.03)
+    raise AssertionError("the worker was always inside a write")
+
+
 async def running_runs(service: Service) -> int:
     async with service.database.read() as conn:
         return int(
@@ -199,7 +226,7 @@ async def test_a_paused_worker_cannot_write_after_losing_its_lease(
         return any(e.type is EventType.RUN_STARTED for e in await service.events(run.id))
 
     await wait_for(started)
-    zombie.send_signal(signal.SIGSTOP)  # paused mid model call, past its lease
+    await pause_outside_a_write(zombie, workers.database_url)  # mid model call, past its lease
     workers.start([{"text": "the living worker's answer"}], name="b")
 
     async def finished() -> Any:

@@ -1,0 +1,376 @@
+"""The `pressloop` command (DESIGN.md section 10).
+
+Every command reads `Settings()` (the environment and a `.env` file) and runs in one
+`asyncio.run`. Exit codes: 0 done, 1 failed (a failed run, a failed check), 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import getpass
+from collections.abc import AsyncIterator, Coroutine
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
+
+from pressloop.cli_render import (
+    EventPrinter,
+    events_table,
+    run_detail,
+    runs_table,
+    status_text,
+    threads_table,
+)
+from pressloop.config import Settings
+from pressloop.contracts import RunStatus, Trigger
+from pressloop.errors import (
+    ConfigurationError,
+    Conflict,
+    InvalidRequest,
+    NotFound,
+    PressloopError,
+)
+
+if TYPE_CHECKING:  # the runtime (SQLAlchemy, Alembic) is imported when a command needs it
+    from pressloop.runtime.service import Service
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="Pressloop: run AI agents for WordPress sites.",
+)
+threads_app = typer.Typer(no_args_is_help=True, help="List and show threads.")
+runs_app = typer.Typer(no_args_is_help=True, help="List, inspect and control runs.")
+token_app = typer.Typer(no_args_is_help=True, help="API tokens.")
+db_app = typer.Typer(no_args_is_help=True, help="The database.")
+app.add_typer(threads_app, name="threads")
+app.add_typer(runs_app, name="runs")
+app.add_typer(token_app, name="token")
+app.add_typer(db_app, name="db")
+
+
+def _console(*, stderr: bool = False) -> Console:
+    """A terminal's own width; piped or redirected output is not wrapped at 80 columns."""
+    console = Console(stderr=stderr)
+    return console if console.is_terminal else Console(stderr=stderr, width=200)
+
+
+console = _console()
+errors = _console(stderr=True)
+
+USAGE_ERRORS = (NotFound, InvalidRequest, Conflict)
+FAILED = {RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.CANCELLED, RunStatus.DEAD}
+
+
+class TokenRole(StrEnum):
+    ADMIN = "admin"
+    OPERATOR = "operator"
+    VIEWER = "viewer"
+
+
+def main() -> None:
+    app()
+
+
+def load_settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigurationError(f"the configuration is invalid: {problems}") from None
+
+
+def _run(command: Coroutine[Any, Any, int]) -> None:
+    """Run one command; Pressloop's errors are shown as a red line, never as a traceback."""
+    try:
+        code = asyncio.run(command)
+    except KeyboardInterrupt:
+        errors.print("[yellow]interrupted[/]")
+        raise typer.Exit(130) from None
+    except USAGE_ERRORS as exc:
+        errors.print(f"[bold red]error:[/] {escape(exc.message)}")
+        raise typer.Exit(2) from None
+    except PressloopError as exc:
+        errors.print(f"[bold red]error:[/] {escape(exc.message)}")
+        raise typer.Exit(1) from None
+    except Exception as exc:
+        if not _unreachable(exc):
+            raise
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        errors.print(
+            f"[bold red]error:[/] the database is not reachable: {escape(first_line)}\n"
+            "hint: check PRESSLOOP_DATABASE_URL, or run `pressloop doctor`"
+        )
+        raise typer.Exit(1) from None
+    raise typer.Exit(code)
+
+
+def _unreachable(exc: Exception) -> bool:
+    """A connection problem (not a bug): show one line instead of a traceback."""
+    from sqlalchemy.exc import DBAPIError
+
+    return isinstance(exc, OSError | DBAPIError)
+
+
+@contextlib.asynccontextmanager
+async def opened(settings: Settings | None = None) -> AsyncIterator[Service]:
+    from pressloop.runtime.service import Service
+
+    service = await Service.open(settings or load_settings())
+    try:
+        yield service
+    finally:
+        await service.close()
+
+
+def local_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "cli"
+
+
+# serve and worker ------------------------------------------------------------------------------
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Address to listen on.")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on.")] = None,
+) -> None:
+    """Serve the HTTP API with an in-process worker and scheduler."""
+    from pressloop.cli_serve import serve_api
+
+    async def start() -> int:
+        return await serve_api(console, load_settings(), host=host, port=port)
+
+    _run(start())
+
+
+@app.command()
+def worker(
+    concurrency: Annotated[int | None, typer.Option(help="Runs at once.")] = None,
+    scheduler: Annotated[bool, typer.Option(help="Also run the heartbeat scheduler.")] = False,
+) -> None:
+    """Run a worker process (run many against one PostgreSQL)."""
+    from pressloop.runtime.process import run_worker
+
+    async def work() -> int:
+        await run_worker(load_settings(), concurrency=concurrency, scheduler=scheduler)
+        return 0
+
+    _run(work())
+
+
+# chat ------------------------------------------------------------------------------------------
+
+
+@app.command()
+def chat(
+    message: Annotated[str, typer.Argument(help="What to say to the agent.")],
+    thread: Annotated[str | None, typer.Option("--thread", "-t", help="Continue a thread.")] = None,
+) -> None:
+    """One chat turn from the terminal, in this process, streaming what the agent does."""
+    _run(_chat(message, thread))
+
+
+async def _chat(message: str, thread_id: str | None) -> int:
+    async with opened() as service:
+        user = local_user()
+        if thread_id is None:
+            thread_id = (await service.create_thread(title=message[:80], created_by=user)).id
+        run_id = (await service.submit(thread_id, message, trigger=Trigger.CHAT, user=user)).run.id
+        printer = EventPrinter(console)
+
+        async def show_live() -> None:
+            async for event in service.follow(run_id):
+                printer.show(event)
+
+        follower = asyncio.create_task(show_live())
+        try:
+            await service.run_now(run_id)
+        except asyncio.CancelledError:  # Ctrl-C: the run is handed back; cancel it for good
+            await service.cancel(run_id)
+            errors.print(f"[yellow]run {run_id} cancelled[/]")
+            raise
+        finally:
+            follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await follower
+        for event in await service.events(run_id, after=printer.last_seq):
+            printer.show(event)
+        run = await service.run(run_id)
+        printer.summary(run)
+        if run.status is RunStatus.QUEUED:
+            errors.print(
+                f"[yellow]run {run.id} is queued (the thread is busy, or it waits for a retry); "
+                "a worker (`pressloop serve` or `pressloop worker`) will run it[/]",
+                soft_wrap=True,
+            )
+        console.print(
+            f"thread {thread_id} (continue with: pressloop chat --thread {thread_id} ...)",
+            soft_wrap=True,
+            highlight=False,
+        )
+        return 1 if run.status in FAILED or run.status is RunStatus.QUEUED else 0
+
+
+# threads and runs ------------------------------------------------------------------------------
+
+
+@threads_app.command("list")
+def threads_list(limit: Annotated[int, typer.Option(help="At most this many.")] = 50) -> None:
+    """The most recently active threads."""
+
+    async def show() -> int:
+        async with opened() as service:
+            console.print(threads_table(await service.list_threads(limit=limit)))
+        return 0
+
+    _run(show())
+
+
+@threads_app.command("show")
+def threads_show(thread_id: str) -> None:
+    """A thread's transcript and runs."""
+
+    async def show() -> int:
+        async with opened() as service:
+            detail = await service.thread_detail(thread_id)
+        thread = detail["thread"]
+        console.print(f"[bold]thread[/] {thread.id}  {escape(thread.title)}", soft_wrap=True)
+        for message in detail["messages"]:
+            calls = " ".join(f"→ {c.name}" for c in message.tool_calls)
+            text = f"{message.content} {calls}".strip()
+            console.print(f"[bold]{message.role.value:>9}[/] {escape(text)}", soft_wrap=True)
+        console.print(runs_table(detail["runs"]))
+        if detail["children"]:
+            console.print(threads_table(detail["children"]))
+        return 0
+
+    _run(show())
+
+
+@runs_app.command("list")
+def runs_list(
+    thread: Annotated[str | None, typer.Option("--thread", help="Only this thread's runs.")] = None,
+    status: Annotated[RunStatus | None, typer.Option(help="Only runs in this state.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many.")] = 50,
+) -> None:
+    """The newest runs."""
+
+    async def show() -> int:
+        async with opened() as service:
+            runs = await service.list_runs(thread_id=thread, status=status, limit=limit)
+        console.print(runs_table(runs))
+        return 0
+
+    _run(show())
+
+
+@runs_app.command("show")
+def runs_show(run_id: str) -> None:
+    """One run: its state, steps, answer and error."""
+
+    async def show() -> int:
+        async with opened() as service:
+            run_detail(console, await service.run(run_id))
+        return 0
+
+    _run(show())
+
+
+@runs_app.command("events")
+def runs_events(
+    run_id: str, after: Annotated[int, typer.Option(help="Only events after this seq.")] = 0
+) -> None:
+    """A run's stored events."""
+
+    async def show() -> int:
+        async with opened() as service:
+            console.print(events_table(await service.events(run_id, after=after)))
+        return 0
+
+    _run(show())
+
+
+@runs_app.command("cancel")
+def runs_cancel(run_id: str) -> None:
+    """Cancel a queued or paused run; a running one stops at its next safe point."""
+    _run(_control(run_id, "cancel"))
+
+
+@runs_app.command("requeue")
+def runs_requeue(run_id: str) -> None:
+    """Give a dead, failed or timed-out run a fresh set of attempts."""
+    _run(_control(run_id, "requeue"))
+
+
+async def _control(run_id: str, verb: str) -> int:
+    async with opened() as service:
+        run = await (service.cancel(run_id) if verb == "cancel" else service.requeue(run_id))
+    line = status_text(run.status)
+    if verb == "cancel" and run.status is RunStatus.RUNNING:
+        line.append(" (asked to stop at its next safe point)")
+    console.print(f"run {run.id}: ", line, soft_wrap=True)
+    return 0
+
+
+# tokens, database, doctor ----------------------------------------------------------------------
+
+
+@token_app.command("create")
+def token_create(
+    role: Annotated[TokenRole, typer.Option(help="What the token may do.")],
+    name: Annotated[str | None, typer.Option(help="Who uses it (recorded on runs).")] = None,
+) -> None:
+    """Create an API token and print it (only this once) on standard output."""
+
+    async def create() -> int:
+        async with opened() as service:
+            record, token = await service.create_token(
+                name=name or f"{role.value}-token", role=role.value
+            )
+        errors.print(f"created {record.role} token {record.name!r} ({record.id})")
+        print(token)
+        return 0
+
+    _run(create())
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Bring the database to the newest schema."""
+    from pressloop.store import migrate
+    from pressloop.store.db import Database
+
+    async def upgrade() -> int:
+        database = Database.open(load_settings().resolved_database_url())
+        try:
+            await migrate.upgrade(database)
+            revision = await migrate.current_revision(database)
+        finally:
+            await database.close()
+        console.print(f"database at revision {revision} (head)")
+        return 0
+
+    _run(upgrade())
+
+
+@app.command()
+def doctor() -> None:
+    """Check the configuration, the database, the model provider and the kill switch."""
+    from pressloop.cli_doctor import run_checks
+
+    _run(run_checks(console))
+
+
+if __name__ == "__main__":
+    main()

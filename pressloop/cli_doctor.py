@@ -1,0 +1,168 @@
+"""`pressloop doctor`: what is set up and what is not, each with a hint to fix it."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import sqlalchemy as sa
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
+from sqlalchemy.engine import make_url
+
+from pressloop.config import Settings
+from pressloop.errors import ConfigurationError
+from pressloop.runtime.runner import KILL_SWITCH_SETTING
+from pressloop.store import migrate, settings_repo
+from pressloop.store.db import Database, normalise_url
+
+Outcome = Literal["ok", "fail", "warn", "info"]
+STYLE = {"ok": "green", "fail": "bold red", "warn": "yellow", "info": "blue"}
+DB_TIMEOUT_S = 10.0
+
+
+@dataclass(kw_only=True)
+class Check:
+    name: str
+    outcome: Outcome
+    detail: str
+    hint: str = ""
+
+
+def show(console: Console, check: Check) -> None:
+    mark = f"[{STYLE[check.outcome]}]{check.outcome:>4}[/]"
+    console.print(f"{mark}  [bold]{check.name}[/]: {escape(check.detail)}", soft_wrap=True)
+    if check.hint:
+        console.print(f"      hint: {escape(check.hint)}", soft_wrap=True, style="dim")
+
+
+async def run_checks(console: Console) -> int:
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        show(console, Check(name="configuration", outcome="fail", detail=str(exc)))
+        return 1
+    checks = [
+        Check(
+            name="configuration",
+            outcome="ok",
+            detail=f"loaded (data directory {settings.data_dir.resolve()})",
+        )
+    ]
+    database_checks, agent_disabled = await _database(settings)
+    checks += database_checks
+    checks.append(await _provider(settings))
+    checks.append(_kill_switch(settings, agent_disabled))
+    checks.append(_wordpress(settings))
+    for check in checks:
+        show(console, check)
+    return 1 if any(c.outcome == "fail" for c in checks) else 0
+
+
+async def _database(settings: Settings) -> tuple[list[Check], bool]:
+    url = normalise_url(settings.resolved_database_url())
+    parsed = make_url(url)
+    shown = parsed.render_as_string(hide_password=True)
+    if _missing_sqlite_file(parsed.drivername, parsed.database):
+        return [
+            Check(
+                name="database",
+                outcome="fail",
+                detail=f"{shown} does not exist yet",
+                hint="`pressloop db upgrade` (or `pressloop serve`) creates it",
+            )
+        ], False
+    database = Database.open(url)
+    try:
+        async with asyncio.timeout(DB_TIMEOUT_S):
+            async with database.read() as conn:
+                await conn.execute(sa.select(1))
+            current = await migrate.current_revision(database)
+            head = migrate.head_revision()
+            disabled = False
+            if current == head:
+                async with database.read() as conn:
+                    disabled = bool(await settings_repo.get_setting(conn, KILL_SWITCH_SETTING))
+    except Exception as exc:  # any failure to connect is reported, not raised
+        return [
+            Check(
+                name="database",
+                outcome="fail",
+                detail=f"{shown} is not reachable: {type(exc).__name__}: {exc}".strip(),
+                hint="check PRESSLOOP_DATABASE_URL and that the database server is running",
+            )
+        ], False
+    finally:
+        await database.close()
+    reachable = Check(name="database", outcome="ok", detail=f"{shown} answers")
+    if current == head:
+        return [
+            reachable,
+            Check(name="schema", outcome="ok", detail=f"at revision {head}"),
+        ], disabled
+    migrated = Check(
+        name="schema",
+        outcome="fail",
+        detail=f"at revision {current or 'none'}; this version needs {head}",
+        hint="run `pressloop db upgrade`",
+    )
+    return [reachable, migrated], disabled
+
+
+def _missing_sqlite_file(driver: str, database: str | None) -> bool:
+    if not driver.startswith("sqlite") or database in (None, "", ":memory:"):
+        return False
+    return not Path(database or "").exists()
+
+
+async def _provider(settings: Settings) -> Check:
+    from pressloop.providers.factory import build_provider
+
+    try:
+        provider = build_provider(settings)
+    except ConfigurationError as exc:
+        return Check(name="model provider", outcome="fail", detail=exc.message)
+    close = getattr(provider, "aclose", None)
+    if close is not None:
+        await close()
+    return Check(
+        name="model provider",
+        outcome="ok",
+        detail=f"{provider.name}, model {provider.model}",
+    )
+
+
+def _kill_switch(settings: Settings, disabled_in_database: bool) -> Check:
+    if settings.disable_agent or disabled_in_database:
+        where = (
+            "PRESSLOOP_DISABLE_AGENT" if settings.disable_agent else "the agent_disabled setting"
+        )
+        return Check(
+            name="kill switch",
+            outcome="warn",
+            detail=f"ON ({where}): no new turn runs",
+            hint="unset it to let the agent run again",
+        )
+    return Check(name="kill switch", outcome="ok", detail="off: the agent may run")
+
+
+def _wordpress(settings: Settings) -> Check:
+    present = {
+        "PRESSLOOP_WP_URL": settings.wp_url,
+        "PRESSLOOP_WP_USER": settings.wp_user,
+        "PRESSLOOP_WP_APP_PASSWORD": settings.wp_app_password,
+    }
+    missing = [name for name, value in present.items() if not value]
+    if not missing:
+        return Check(
+            name="wordpress", outcome="info", detail=f"{settings.wp_url} as {settings.wp_user}"
+        )
+    return Check(
+        name="wordpress",
+        outcome="info",
+        detail="not configured; the site actions are not available",
+        hint=f"set {', '.join(missing)} (an Application Password) to act on a site",
+    )

@@ -1,0 +1,64 @@
+"""`pressloop serve`: the HTTP API, an in-process worker and the scheduler, under uvicorn."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Iterator
+
+import uvicorn
+from rich.console import Console
+
+from pressloop.api import create_app
+from pressloop.config import Settings
+from pressloop.runtime.service import Service
+
+
+class Server(uvicorn.Server):
+    """uvicorn re-raises SIGINT/SIGTERM once its graceful shutdown is done, which would end the
+    process before the service is closed. Here the loop handles them and `serve()` returns."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, self.handle_exit, signum, None)
+        try:
+            yield
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
+
+
+async def first_admin_token(service: Service, settings: Settings, console: Console) -> None:
+    """On the first start (no API token at all), make an admin token and show it once."""
+    if await service.list_tokens():
+        return
+    _record, token = await service.create_token(name="admin", role="admin")
+    path = settings.data_dir / "admin-token"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(token + "\n")
+    path.chmod(0o600)
+    console.print(f"Admin token: [bold]{token}[/] (saved to {path})", soft_wrap=True)
+
+
+async def serve_api(
+    console: Console, settings: Settings, *, host: str | None, port: int | None
+) -> int:
+    host = host or settings.host
+    port = settings.port if port is None else port
+    service = await Service.open(settings)
+    try:
+        await first_admin_token(service, settings, console)
+        app = create_app(service, run_worker=True, run_scheduler=True)
+        server = Server(uvicorn.Config(app, host=host, port=port, log_level="info"))
+        console.print(f"Pressloop API on [bold]http://{host}:{port}[/] (docs at /docs)")
+        await server.serve()
+    finally:
+        await service.close()
+    console.print("Pressloop stopped.")
+    return 0

@@ -1,0 +1,151 @@
+"""The `pressloop` command, run as a real subprocess against a scripted model and SQLite."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+import socket
+import stat
+from pathlib import Path
+
+import httpx
+
+from pressloop.store import migrate
+from tests.cli.conftest import Pressloop, command
+
+THREAD_ID = re.compile(r"thr_[0-9a-f]{28}")
+
+
+async def test_chat_streams_actions_and_the_answer_then_continues_the_thread(
+    pressloop: Pressloop,
+) -> None:
+    first = await pressloop("chat", "Remember that I like teal")
+    assert first.code == 0, first.err
+    assert "→ remember" in first.out and "The owner likes teal." in first.out
+    assert "✓ remembered #1" in first.out
+    assert "Noted: you like teal." in first.out
+    assert "succeeded" in first.out and "2 model calls, 1 action" in first.out
+    threads = set(THREAD_ID.findall(first.out))
+    assert len(threads) == 1
+    thread_id = threads.pop()
+
+    second = await pressloop("chat", "--thread", thread_id, "And blue too")
+    assert second.code == 0, second.err
+    assert "Noted: you like teal." in second.out
+    assert set(THREAD_ID.findall(second.out)) == {thread_id}
+
+    runs, shown = await asyncio.gather(
+        pressloop("runs", "list", "--thread", thread_id),
+        pressloop("threads", "show", thread_id),
+    )
+    assert runs.code == 0 and shown.code == 0
+    assert runs.out.count("succeeded") == 2 and runs.out.count(thread_id) == 2
+    assert "Remember that I like teal" in shown.out and "And blue too" in shown.out
+
+
+async def test_failures_exit_nonzero_with_a_clear_message(pressloop: Pressloop) -> None:
+    no_provider, unknown, missing, bad_role = await asyncio.gather(
+        pressloop("chat", "hello", drop=("PRESSLOOP_PROVIDER",)),
+        pressloop("chat", "--thread", "thr_nope", "hi"),
+        pressloop("chat"),
+        pressloop("token", "create", "--role", "root"),
+    )
+    # A run that fails: exit 1, and the configuration message, never a traceback.
+    assert no_provider.code == 1
+    assert "No model provider is configured" in no_provider.out
+    assert "OPENAI_API_KEY" in no_provider.out and "failed" in no_provider.out
+    assert "Traceback" not in no_provider.out + no_provider.err
+    # Usage errors: exit 2.
+    assert unknown.code == 2 and "thread 'thr_nope' does not exist" in unknown.err
+    assert missing.code == 2 and "Missing argument" in missing.err
+    assert bad_role.code == 2 and "'root' is not one of" in bad_role.err
+
+
+async def test_db_upgrade_token_create_and_doctor(pressloop: Pressloop, tmp_path: Path) -> None:
+    head = migrate.head_revision()
+    empty = str(tmp_path / "empty")
+    unconfigured, upgraded = await asyncio.gather(
+        pressloop("doctor", env={"PRESSLOOP_DATA_DIR": empty}, drop=("PRESSLOOP_PROVIDER",)),
+        pressloop("db", "upgrade"),
+    )
+    assert unconfigured.code == 1
+    assert "does not exist yet" in unconfigured.out and "pressloop db upgrade" in unconfigured.out
+    assert "No model provider is configured" in unconfigured.out
+    assert upgraded.code == 0 and f"database at revision {head} (head)" in upgraded.out
+
+    token, doctor = await asyncio.gather(
+        pressloop("token", "create", "--role", "operator", "--name", "ci"),
+        pressloop("doctor", env={"PRESSLOOP_DISABLE_AGENT": "1"}),
+    )
+    assert token.code == 0
+    assert re.fullmatch(r"plt_[A-Za-z0-9_-]{40,}\n", token.out), token.out
+    assert "operator token 'ci'" in token.err
+    assert doctor.code == 0, doctor.out
+    assert f"ok  schema: at revision {head}" in doctor.out
+    assert "model provider: scripted, model scripted" in doctor.out
+    assert "kill switch: ON (PRESSLOOP_DISABLE_AGENT)" in doctor.out
+    assert "wordpress: not configured" in doctor.out
+
+
+def read_secret(path: Path) -> tuple[str, int]:
+    return path.read_text().strip(), stat.S_IMODE(path.stat().st_mode)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_serve_makes_an_admin_token_on_first_start_and_serves_the_api(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    port = free_port()
+    process = await asyncio.create_subprocess_exec(
+        *command(),
+        "serve",
+        "--port",
+        str(port),
+        cwd=tmp_path,
+        env=cli_env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    assert process.stdout is not None
+    output: list[str] = []
+    try:
+        async with asyncio.timeout(30):
+            while not any("Uvicorn running" in line for line in output):
+                line = (await process.stdout.readline()).decode()
+                assert line, "".join(output)
+                output.append(line)
+        printed = re.search(r"Admin token: (plt_\S+) \(saved to (.+)\)", "".join(output))
+        assert printed is not None, "".join(output)
+        token, saved = printed.group(1), Path(printed.group(2))
+        assert saved == tmp_path / "data" / "admin-token"
+        assert read_secret(saved) == (token, 0o600)
+        assert f"http://127.0.0.1:{port}" in "".join(output)
+
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}",
+            headers={"Authorization": f"Bearer {token}"},
+            trust_env=False,
+            timeout=20,
+        ) as client:
+            assert (await client.get("/healthz")).json() == {"status": "ok", "database": "ok"}
+            thread = (await client.post("/v1/threads", json={"title": "t"})).json()
+            answer = await client.post(
+                f"/v1/threads/{thread['id']}/runs", json={"message": "remember teal"}
+            )
+            assert answer.status_code == 200
+            assert answer.json()["result"]["assistant_text"] == "Noted: you like teal."
+            assert (await client.get("/v1/tokens")).json()[0]["name"] == "admin"
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(30):
+            rest = (await process.stdout.read()).decode()
+            await process.wait()
+    assert process.returncode == 0, "".join(output) + rest
+    assert "Pressloop stopped." in rest
