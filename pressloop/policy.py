@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
 from pressloop.contracts import Policy, PolicyMode, Trigger
+from pressloop.errors import InvalidRequest
 
 TRIGGER_DEFAULTS: dict[Trigger, Policy] = {
     Trigger.CHAT: Policy(max_rounds=8, max_calls_per_round=8, wall_time_s=600),
@@ -29,7 +32,13 @@ _MODES = ("read", "write", "destructive")
 def _override(policy: Policy, changes: Mapping[str, Any] | None) -> Policy:
     if not changes:
         return policy
-    return Policy.model_validate({**policy.model_dump(), **dict(changes)})
+    try:
+        return Policy.model_validate({**policy.model_dump(), **dict(changes)})
+    except ValidationError as invalid:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in invalid.errors()
+        )
+        raise InvalidRequest(f"invalid policy: {problems}") from invalid
 
 
 def _tighten(policy: Policy, changes: Mapping[str, Any] | None) -> Policy:

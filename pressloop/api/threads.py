@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Query
-from pydantic import ValidationError
 
 from pressloop.api.auth import Operator, ServiceDep, Viewer
 from pressloop.api.errors import Forbidden
@@ -31,7 +30,7 @@ def _check_thread_policy(metadata: dict[str, Any], who: TokenRecord) -> None:
     try:
         for trigger in Trigger:
             resolve_policy(trigger, thread=policy)
-    except (ValidationError, TypeError) as exc:
+    except (InvalidRequest, TypeError) as exc:
         raise InvalidRequest(f"metadata.policy is not a valid policy: {exc}") from None
 
 

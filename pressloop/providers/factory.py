@@ -7,9 +7,7 @@ from collections.abc import Awaitable, Callable
 
 from pressloop.config import DEFAULT_BASE_URLS, DEFAULT_MODELS, Settings
 from pressloop.errors import ConfigurationError, ProviderNotConfigured
-from pressloop.providers.anthropic_messages import AnthropicMessagesProvider
 from pressloop.providers.base import Provider
-from pressloop.providers.openai_chat import OpenAIChatProvider
 from pressloop.providers.retrying import RetryingProvider
 
 Sleep = Callable[[float], Awaitable[None]]
@@ -92,6 +90,10 @@ def _base_url(name: str, settings: Settings) -> str | None:
 
 
 def _real_provider(name: str, settings: Settings) -> Provider:
+    # The SDKs take seconds to import: only the one in use is loaded.
+    from pressloop.providers.anthropic_messages import AnthropicMessagesProvider
+    from pressloop.providers.openai_chat import OpenAIChatProvider
+
     model = settings.model or DEFAULT_MODELS[name]
     timeout_s = settings.provider_timeout_s
     base_url = _base_url(name, settings)

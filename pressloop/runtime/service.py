@@ -99,6 +99,7 @@ class Service:
             owner=owner or default_owner(),
             now=now,
         )
+        self._provider = provider
         self._tasks: set[asyncio.Task[Any]] = set()
         self.worker: Worker | None = None
         self.scheduler: Scheduler | None = None
@@ -169,6 +170,9 @@ class Service:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        close = getattr(self._provider, "aclose", None)
+        if close is not None:
+            await close()
         await self.database.close()
 
     # Threads ---------------------------------------------------------------------------------
@@ -233,6 +237,8 @@ class Service:
             )
         if message is not None and not message.strip():
             raise InvalidRequest("the message is empty")
+        if idempotency_key is not None and not 0 < len(idempotency_key) <= 200:
+            raise InvalidRequest("an idempotency key has 1 to 200 characters")
         now = self.now()
         async with self.database.write() as conn:
             thread = await thread_store.get_thread(conn, thread_id)
@@ -389,6 +395,7 @@ class Service:
         async with self.database.write() as conn:
             requeued = await run_store.requeue(conn, run_id, now=self.now())
         assert requeued is not None
+        self._queued(run_id)
         return requeued
 
     # Access and usage (API tokens, usage counters, health) -----------------------------------
@@ -435,16 +442,26 @@ def default_actions(packs: str = "") -> list[ActionSpec]:
     return actions
 
 
-def cached_provider(settings: Settings) -> Callable[[], Provider]:
-    """Build the configured provider once (its HTTP client pools connections); a missing
-    configuration is reported on every turn until it is fixed."""
-    built: list[Provider] = []
+class CachedProvider:
+    """Builds the configured provider once, on first use (its HTTP client pools connections);
+    a missing configuration is reported on every turn until it is fixed."""
 
-    def get() -> Provider:
-        if not built:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.built: Provider | None = None
+
+    def __call__(self) -> Provider:
+        if self.built is None:
             from pressloop.providers.factory import build_provider
 
-            built.append(build_provider(settings))
-        return built[0]
+            self.built = build_provider(self.settings)
+        return self.built
 
-    return get
+    async def aclose(self) -> None:
+        close = getattr(self.built, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def cached_provider(settings: Settings) -> Callable[[], Provider]:
+    return CachedProvider(settings)

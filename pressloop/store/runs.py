@@ -87,8 +87,9 @@ async def create_run(
     not_before: datetime | None = None,
 ) -> tuple[RunRecord, bool]:
     """Queue a run; with an idempotency key already used on this thread, return that run."""
+    run_id = new_id("run")
     values = {
-        "id": new_id("run"),
+        "id": run_id,
         "thread_id": thread_id,
         "agent_id": agent_id,
         "trigger": trigger.value,
@@ -112,7 +113,7 @@ async def create_run(
         )
     inserted = (await conn.execute(statement)).rowcount == 1
     if inserted:
-        record = await get_run(conn, values["id"])
+        record = await get_run(conn, run_id)
     else:
         assert idempotency_key is not None
         record = await find_by_key(conn, thread_id, idempotency_key)
