@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import getpass
-from collections.abc import AsyncIterator, Coroutine
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import ValidationError
-from rich.console import Console
 from rich.markup import escape
 
+from pressloop.cli_common import (
+    console,
+    errors,
+    load_settings,
+    local_user,
+    opened,
+    run_command,
+)
 from pressloop.cli_render import (
     EventPrinter,
     events_table,
@@ -26,18 +30,11 @@ from pressloop.cli_render import (
     status_text,
     threads_table,
 )
-from pressloop.config import Settings
+from pressloop.cli_schedules import schedules_app
 from pressloop.contracts import RunStatus, Trigger
-from pressloop.errors import (
-    ConfigurationError,
-    Conflict,
-    InvalidRequest,
-    NotFound,
-    PressloopError,
-)
 
 if TYPE_CHECKING:  # the runtime (SQLAlchemy, Alembic) is imported when a command needs it
-    from pressloop.runtime.service import Service
+    pass
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -52,18 +49,9 @@ app.add_typer(threads_app, name="threads")
 app.add_typer(runs_app, name="runs")
 app.add_typer(token_app, name="token")
 app.add_typer(db_app, name="db")
+app.add_typer(schedules_app, name="schedules")
 
 
-def _console(*, stderr: bool = False) -> Console:
-    """A terminal's own width; piped or redirected output is not wrapped at 80 columns."""
-    console = Console(stderr=stderr)
-    return console if console.is_terminal else Console(stderr=stderr, width=200)
-
-
-console = _console()
-errors = _console(stderr=True)
-
-USAGE_ERRORS = (NotFound, InvalidRequest, Conflict)
 FAILED = {RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.CANCELLED, RunStatus.DEAD}
 
 
@@ -75,66 +63,6 @@ class TokenRole(StrEnum):
 
 def main() -> None:
     app()
-
-
-def load_settings() -> Settings:
-    try:
-        return Settings()
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
-        raise ConfigurationError(f"the configuration is invalid: {problems}") from None
-
-
-def _run(command: Coroutine[Any, Any, int]) -> None:
-    """Run one command; Pressloop's errors are shown as a red line, never as a traceback."""
-    try:
-        code = asyncio.run(command)
-    except KeyboardInterrupt:
-        errors.print("[yellow]interrupted[/]")
-        raise typer.Exit(130) from None
-    except USAGE_ERRORS as exc:
-        errors.print(f"[bold red]error:[/] {escape(exc.message)}")
-        raise typer.Exit(2) from None
-    except PressloopError as exc:
-        errors.print(f"[bold red]error:[/] {escape(exc.message)}")
-        raise typer.Exit(1) from None
-    except Exception as exc:
-        if not _unreachable(exc):
-            raise
-        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        errors.print(
-            f"[bold red]error:[/] the database is not reachable: {escape(first_line)}\n"
-            "hint: check PRESSLOOP_DATABASE_URL, or run `pressloop doctor`"
-        )
-        raise typer.Exit(1) from None
-    raise typer.Exit(code)
-
-
-def _unreachable(exc: Exception) -> bool:
-    """A connection problem (not a bug): show one line instead of a traceback."""
-    from sqlalchemy.exc import DBAPIError
-
-    return isinstance(exc, OSError | DBAPIError)
-
-
-@contextlib.asynccontextmanager
-async def opened(settings: Settings | None = None) -> AsyncIterator[Service]:
-    from pressloop.runtime.service import Service
-
-    service = await Service.open(settings or load_settings())
-    try:
-        yield service
-    finally:
-        await service.close()
-
-
-def local_user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "cli"
 
 
 # serve and worker ------------------------------------------------------------------------------
@@ -151,7 +79,7 @@ def serve(
     async def start() -> int:
         return await serve_api(console, load_settings(), host=host, port=port)
 
-    _run(start())
+    run_command(start())
 
 
 @app.command()
@@ -166,7 +94,7 @@ def worker(
         await run_worker(load_settings(), concurrency=concurrency, scheduler=scheduler)
         return 0
 
-    _run(work())
+    run_command(work())
 
 
 # chat ------------------------------------------------------------------------------------------
@@ -178,7 +106,7 @@ def chat(
     thread: Annotated[str | None, typer.Option("--thread", "-t", help="Continue a thread.")] = None,
 ) -> None:
     """One chat turn from the terminal, in this process, streaming what the agent does."""
-    _run(_chat(message, thread))
+    run_command(_chat(message, thread))
 
 
 async def _chat(message: str, thread_id: str | None) -> int:
@@ -234,7 +162,7 @@ def threads_list(limit: Annotated[int, typer.Option(help="At most this many.")] 
             console.print(threads_table(await service.list_threads(limit=limit)))
         return 0
 
-    _run(show())
+    run_command(show())
 
 
 @threads_app.command("show")
@@ -255,7 +183,7 @@ def threads_show(thread_id: str) -> None:
             console.print(threads_table(detail["children"]))
         return 0
 
-    _run(show())
+    run_command(show())
 
 
 @runs_app.command("list")
@@ -272,7 +200,7 @@ def runs_list(
         console.print(runs_table(runs))
         return 0
 
-    _run(show())
+    run_command(show())
 
 
 @runs_app.command("show")
@@ -284,7 +212,7 @@ def runs_show(run_id: str) -> None:
             run_detail(console, await service.run(run_id))
         return 0
 
-    _run(show())
+    run_command(show())
 
 
 @runs_app.command("events")
@@ -298,19 +226,19 @@ def runs_events(
             console.print(events_table(await service.events(run_id, after=after)))
         return 0
 
-    _run(show())
+    run_command(show())
 
 
 @runs_app.command("cancel")
 def runs_cancel(run_id: str) -> None:
     """Cancel a queued or paused run; a running one stops at its next safe point."""
-    _run(_control(run_id, "cancel"))
+    run_command(_control(run_id, "cancel"))
 
 
 @runs_app.command("requeue")
 def runs_requeue(run_id: str) -> None:
     """Give a dead, failed or timed-out run a fresh set of attempts."""
-    _run(_control(run_id, "requeue"))
+    run_command(_control(run_id, "requeue"))
 
 
 async def _control(run_id: str, verb: str) -> int:
@@ -342,7 +270,7 @@ def token_create(
         print(token)
         return 0
 
-    _run(create())
+    run_command(create())
 
 
 @db_app.command("upgrade")
@@ -361,7 +289,7 @@ def db_upgrade() -> None:
         console.print(f"database at revision {revision} (head)")
         return 0
 
-    _run(upgrade())
+    run_command(upgrade())
 
 
 @app.command()
@@ -369,7 +297,7 @@ def doctor() -> None:
     """Check the configuration, the database, the model provider and the kill switch."""
     from pressloop.cli_doctor import run_checks
 
-    _run(run_checks(console))
+    run_command(run_checks(console))
 
 
 if __name__ == "__main__":

@@ -149,3 +149,33 @@ async def test_serve_makes_an_admin_token_on_first_start_and_serves_the_api(
             await process.wait()
     assert process.returncode == 0, "".join(output) + rest
     assert "Pressloop stopped." in rest
+
+
+async def test_schedules_from_the_terminal(pressloop: Pressloop) -> None:
+    created = await pressloop(
+        "schedules",
+        "create",
+        "--every",
+        "900",
+        "--timezone",
+        "Europe/Paris",
+        "--hours",
+        "08:00-22:00",
+        "--message",
+        "Check comments",
+    )
+    assert created.code == 0, created.err
+    assert "every 900 s" in created.out and "08:00-22:00" in created.out
+    schedule_id = next(w for w in created.out.split() if w.startswith("sch_"))
+    listed = await pressloop("schedules", "list")
+    assert schedule_id in listed.out and "active" in listed.out
+    paused = await pressloop("schedules", "pause", schedule_id)
+    assert paused.code == 0 and "paused" in paused.out
+    both = await pressloop("schedules", "create", "--every", "60", "--cron", "* * * * *")
+    assert both.code == 2 and "exactly one" in both.err
+    bad = await pressloop("schedules", "create", "--cron", "not a cron")
+    assert bad.code == 2 and "invalid cron" in bad.err
+    gone = await pressloop("schedules", "delete", schedule_id)
+    assert gone.code == 0
+    again = await pressloop("schedules", "delete", schedule_id)
+    assert again.code == 2 and "does not exist" in again.err

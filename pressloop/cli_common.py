@@ -1,0 +1,99 @@
+"""What every `pressloop` command shares: the consoles, settings, running a command, the
+service. Errors are shown as one red line, never as a traceback."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import getpass
+from collections.abc import AsyncIterator, Coroutine
+from typing import TYPE_CHECKING, Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
+
+from pressloop.config import Settings
+from pressloop.errors import (
+    ConfigurationError,
+    Conflict,
+    InvalidRequest,
+    NotFound,
+    PressloopError,
+)
+
+if TYPE_CHECKING:  # the runtime (SQLAlchemy, Alembic) is imported when a command needs it
+    from pressloop.runtime.service import Service
+
+USAGE_ERRORS = (NotFound, InvalidRequest, Conflict)
+
+
+def _console(*, stderr: bool = False) -> Console:
+    """A terminal's own width; piped or redirected output is not wrapped at 80 columns."""
+    console = Console(stderr=stderr)
+    return console if console.is_terminal else Console(stderr=stderr, width=200)
+
+
+console = _console()
+errors = _console(stderr=True)
+
+
+def load_settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigurationError(f"the configuration is invalid: {problems}") from None
+
+
+def run_command(command: Coroutine[Any, Any, int]) -> None:
+    """Run one command; Pressloop's errors are shown as a red line, never as a traceback."""
+    try:
+        code = asyncio.run(command)
+    except KeyboardInterrupt:
+        errors.print("[yellow]interrupted[/]")
+        raise typer.Exit(130) from None
+    except USAGE_ERRORS as exc:
+        errors.print(f"[bold red]error:[/] {escape(exc.message)}")
+        raise typer.Exit(2) from None
+    except PressloopError as exc:
+        errors.print(f"[bold red]error:[/] {escape(exc.message)}")
+        raise typer.Exit(1) from None
+    except Exception as exc:
+        if not _unreachable(exc):
+            raise
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        errors.print(
+            f"[bold red]error:[/] the database is not reachable: {escape(first_line)}\n"
+            "hint: check PRESSLOOP_DATABASE_URL, or run `pressloop doctor`"
+        )
+        raise typer.Exit(1) from None
+    raise typer.Exit(code)
+
+
+def _unreachable(exc: Exception) -> bool:
+    """A connection problem (not a bug): show one line instead of a traceback."""
+    from sqlalchemy.exc import DBAPIError
+
+    return isinstance(exc, OSError | DBAPIError)
+
+
+@contextlib.asynccontextmanager
+async def opened(settings: Settings | None = None) -> AsyncIterator[Service]:
+    from pressloop.runtime.service import Service
+
+    service = await Service.open(settings or load_settings())
+    try:
+        yield service
+    finally:
+        await service.close()
+
+
+def local_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "cli"
