@@ -75,6 +75,7 @@ class ActionSpec:
 class Registry:
     def __init__(self, specs: Iterable[ActionSpec] = ()) -> None:
         self._specs: dict[str, ActionSpec] = {}
+        self._catalog: list[CatalogEntry] | None = None
         for spec in specs:
             self.register(spec)
 
@@ -82,6 +83,7 @@ class Registry:
         if spec.name in self._specs:
             raise ValueError(f"action {spec.name!r} is registered twice")
         self._specs[spec.name] = spec
+        self._catalog = None
 
     def get(self, name: str) -> ActionSpec | None:
         return self._specs.get(name)
@@ -90,4 +92,7 @@ class Registry:
         return sorted(self._specs)
 
     def catalog(self) -> list[CatalogEntry]:
-        return [self._specs[name].entry() for name in self.names()]
+        # Built once: JSON schemas are costly to make and every model call needs them.
+        if self._catalog is None:
+            self._catalog = [self._specs[name].entry() for name in self.names()]
+        return self._catalog

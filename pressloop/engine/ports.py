@@ -68,6 +68,8 @@ class EngineDeps:
     prompt: PromptContext = field(default_factory=PromptContext)
     protocol: DecisionProtocol | None = None  # None: native tools when the provider has them
     emit: Emit = _no_emit
+    # Called after every model call and action with the live checkpoint: serialise or copy it
+    # before returning, the engine goes on changing it.
     save_checkpoint: SaveCheckpoint = _no_checkpoint
     # Read at safe points (after each model call and each action): a person asked to stop.
     cancel_requested: Callable[[], bool] = _never

@@ -64,4 +64,4 @@ class TurnState:
 
     async def save(self) -> None:
         self.checkpoint.elapsed_s = self.elapsed()
-        await self.deps.save_checkpoint(self.checkpoint.model_copy(deep=True))
+        await self.deps.save_checkpoint(self.checkpoint)

@@ -47,7 +47,6 @@ from pressloop.runtime.memory import StoreMemory
 from pressloop.runtime.session import RunSession
 from pressloop.runtime.spawn import Spawner, deliver_to_parent
 from pressloop.store import agents as agent_store
-from pressloop.store import events as event_store
 from pressloop.store import memories as memory_store
 from pressloop.store import runs as run_store
 from pressloop.store import settings_repo
@@ -110,8 +109,6 @@ class Runner:
     async def run_claim(self, claim: Claim) -> RunRecord | None:
         """Run a claimed run to its next resting state; None if the lease was lost meanwhile."""
         run = claim.run
-        async with self.database.read() as conn:
-            last_seq = await event_store.last_seq(conn, run.id)
         session = RunSession(
             database=self.database,
             claim=claim,
@@ -119,7 +116,7 @@ class Runner:
             now=self.now,
             lease_ttl_s=self.settings.lease_ttl_s,
             lease_renew_s=self.settings.lease_renew_s,
-            last_seq=last_seq,
+            last_seq=claim.last_seq,
         )
         session.start()
         self.sessions[run.id] = session
@@ -141,7 +138,7 @@ class Runner:
                     error=ErrorInfo(cls=type(exc).__name__, message=str(exc), retryable=True),
                     next_action=NextAction.RESCHEDULE,
                 )
-            await self._finish(run, session, result)
+            finished = await self._finish(run, session, result)
         except LeaseLost as lost:
             log.warning("run %s: %s", run.id, lost.message)
             return None
@@ -157,8 +154,7 @@ class Runner:
         finally:
             self.sessions.pop(run.id, None)
             await session.close()
-        async with self.database.read() as conn:
-            return await run_store.get_run(conn, run.id)
+        return finished
 
     def signal_cancel(self, run_id: str) -> None:
         """A person asked to stop a run this process is running: tell it without waiting for
@@ -250,7 +246,7 @@ class Runner:
             extra=self.services.extra,
         )
 
-    async def _finish(self, run: RunRecord, session: RunSession, result: TurnResult) -> None:
+    async def _finish(self, run: RunRecord, session: RunSession, result: TurnResult) -> RunRecord:
         now = self.now()
         status = TURN_TO_RUN_STATUS[result.status]
         not_before = None
@@ -289,18 +285,22 @@ class Runner:
         else:
             await session.emit(EventType.RUN_FINISHED, finished)
 
+        stored: list[RunRecord] = []
+
         async def persist(conn: AsyncConnection) -> None:
-            await run_store.finish_run(
-                conn,
-                session.claim,
-                status=status,
-                now=now,
-                result=result,
-                error=result.error,
-                usage=result.usage,
-                checkpoint=checkpoint,
-                not_before=not_before,
-                attempt=attempt,
+            stored.append(
+                await run_store.finish_run(
+                    conn,
+                    session.claim,
+                    status=status,
+                    now=now,
+                    result=result,
+                    error=result.error,
+                    usage=result.usage,
+                    checkpoint=checkpoint,
+                    not_before=not_before,
+                    attempt=attempt,
+                )
             )
             await thread_store.append_messages(
                 conn, run.thread_id, transcript, now=now, run_id=run.id
@@ -320,20 +320,13 @@ class Runner:
                     )
                     if woken is not None:
                         queued.append(woken)
-            day = now.date().isoformat()
             await usage_store.add_usage(
                 conn,
-                day=day,
-                scope="user",
-                subject=run.requesting_user or "anonymous",
-                usage=usage_delta,
-                runs=1 if status is not RunStatus.QUEUED else 0,
-            )
-            await usage_store.add_usage(
-                conn,
-                day=day,
-                scope="site",
-                subject=self.settings.wp_url or "default",
+                day=now.date().isoformat(),
+                subjects={
+                    "user": run.requesting_user or "anonymous",
+                    "site": self.settings.wp_url or "default",
+                },
                 usage=usage_delta,
                 runs=1 if status is not RunStatus.QUEUED else 0,
             )
@@ -343,6 +336,7 @@ class Runner:
         for run_id in queued:
             if self.on_queued is not None:
                 self.on_queued(run_id)
+        return stored[0]
 
 
 def _quiet_heartbeat(run: RunRecord, result: TurnResult) -> bool:

@@ -319,9 +319,12 @@ class Service:
 
     async def run_now(self, run_id: str) -> RunRecord | None:
         """Claim this run here and run it, if it is runnable now (else a worker will)."""
-        async with self.database.write() as conn:
-            await run_store.reclaim_expired(conn, now=self.now())
         claim = await self.runner.claim(run_id)
+        if claim is None:
+            # Perhaps a crashed process still holds the thread: free expired leases, try again.
+            async with self.database.write() as conn:
+                await run_store.reclaim_expired(conn, now=self.now())
+            claim = await self.runner.claim(run_id)
         if claim is None:
             return None
         return await self.runner.run_claim(claim)

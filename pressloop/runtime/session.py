@@ -1,8 +1,9 @@
 """One claimed run's link to the database: numbered events, checkpoints, lease renewal, finish.
 
-All writes for the run go through one writer task, so they are ordered and batched: events
-emitted while a write is in flight are committed together with the next one (group commit), and
-every write renews the lease and checks the fencing token in the same transaction. A worker that
+All writes for the run go through one writer task, so they are ordered and batched: events and
+checkpoints queued while a write is in flight are committed together with the next one (group
+commit; only the newest checkpoint is written), and every write renews the lease and checks the
+fencing token in the same statement that stores the checkpoint. A worker that
 lost its lease finds out at its next write and stops; it can never commit for a run another
 worker took over.
 """
@@ -54,6 +55,7 @@ class RunSession:
         self.failure: BaseException | None = None
         self._events: list[Event] = []
         self._operations: list[tuple[Operation, asyncio.Future[None]]] = []
+        self._checkpoint: dict[str, Any] | None = None
         self._wake = asyncio.Event()
         self._closed = False
         self._writer: asyncio.Task[None] | None = None
@@ -92,11 +94,18 @@ class RunSession:
         await future
 
     async def save_checkpoint(self, checkpoint: Checkpoint) -> None:
-        async def save(conn: AsyncConnection) -> None:
-            await run_store.save_checkpoint(conn, self.claim, checkpoint, now=self.now())
+        """Queue the checkpoint without waiting for its commit.
 
-        await self.write(save)
+        Only the newest pending checkpoint is written, with the next group commit. Nothing is
+        lost by not waiting: every write or destructive action waits for its ledger intent to
+        commit, and that commit carries the checkpoint first, so no effect ever precedes the
+        record of the model answer that asked for it. A crash can only cost re-asking the model
+        or re-running a read.
+        """
+        self._raise_if_failed()
+        self._checkpoint = checkpoint.model_dump(mode="json")
         self.last_checkpoint = checkpoint
+        self._wake.set()
 
     async def renew(self) -> None:
         async def nothing(_conn: AsyncConnection) -> None:
@@ -132,7 +141,7 @@ class RunSession:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            while self._events or self._operations:
+            while self._events or self._operations or self._checkpoint is not None:
                 await self._flush()
             if self._closed or self.failure is not None:
                 return
@@ -140,10 +149,15 @@ class RunSession:
     async def _flush(self) -> None:
         events, self._events = self._events, []
         operations, self._operations = self._operations, []
+        checkpoint, self._checkpoint = self._checkpoint, None
         try:
             async with self.database.write() as conn:
                 self.cancel_requested = await run_store.fence(
-                    conn, self.claim, now=self.now(), ttl_s=self.lease_ttl_s
+                    conn,
+                    self.claim,
+                    now=self.now(),
+                    ttl_s=self.lease_ttl_s,
+                    checkpoint=checkpoint,
                 )
                 await event_store.append_events(conn, events)
                 for operation, _future in operations:

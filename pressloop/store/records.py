@@ -95,6 +95,7 @@ class Claim:
     run: RunRecord
     owner: str
     token: int
+    last_seq: int = 0
 
 
 @dataclass(kw_only=True)

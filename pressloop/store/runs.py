@@ -28,7 +28,7 @@ from pressloop.contracts import (
 from pressloop.errors import LeaseLost
 from pressloop.store.ids import new_id
 from pressloop.store.records import Claim, RunRecord
-from pressloop.store.schema import runs
+from pressloop.store.schema import run_events, runs
 
 # A thread is busy while one of its runs is running or paused on an approval.
 BUSY_STATUSES = (RunStatus.RUNNING.value, RunStatus.WAITING_APPROVAL.value)
@@ -247,8 +247,18 @@ async def claim_runs(
             ).all()
     except IntegrityError:
         return []
-    claims = [to_record(row) for row in rows]
-    return [Claim(run=r, owner=owner, token=r.lease_token) for r in claims]
+    records = [to_record(row) for row in rows]
+    # Each run's newest event number, so its session numbers on from there.
+    newest = await conn.execute(
+        sa.select(run_events.c.run_id, sa.func.max(run_events.c.seq))
+        .where(run_events.c.run_id.in_([r.id for r in records]))
+        .group_by(run_events.c.run_id)
+    )
+    last: dict[str, int] = {row[0]: row[1] for row in newest}
+    return [
+        Claim(run=r, owner=owner, token=r.lease_token, last_seq=int(last.get(r.id) or 0))
+        for r in records
+    ]
 
 
 async def claim_run(
@@ -264,11 +274,25 @@ async def claim_run(
     return claims[0] if claims else None
 
 
-async def fence(conn: AsyncConnection, claim: Claim, *, now: datetime, ttl_s: float) -> bool:
-    """Renew the lease if this claim still holds it; raise LeaseLost otherwise.
+async def fence(
+    conn: AsyncConnection,
+    claim: Claim,
+    *,
+    now: datetime,
+    ttl_s: float,
+    checkpoint: dict[str, Any] | None = None,
+) -> bool:
+    """Renew the lease (and store `checkpoint`) if this claim still holds it; raise LeaseLost
+    otherwise. One statement does both, so a checkpoint is never written without its fence.
 
     Returns whether a person asked to cancel the run, so the runner learns it at a safe point.
     """
+    values: dict[str, Any] = {
+        "lease_expires_at": now + timedelta(seconds=ttl_s),
+        "updated_at": now,
+    }
+    if checkpoint is not None:
+        values["checkpoint"] = checkpoint
     row = (
         await conn.execute(
             sa.update(runs)
@@ -277,23 +301,13 @@ async def fence(conn: AsyncConnection, claim: Claim, *, now: datetime, ttl_s: fl
                 runs.c.lease_token == claim.token,
                 runs.c.status == RunStatus.RUNNING.value,
             )
-            .values(lease_expires_at=now + timedelta(seconds=ttl_s), updated_at=now)
+            .values(**values)
             .returning(runs.c.cancel_requested)
         )
     ).one_or_none()
     if row is None:
         raise LeaseLost(f"run {claim.run.id}: the lease (token {claim.token}) is no longer ours")
     return bool(row[0])
-
-
-async def save_checkpoint(
-    conn: AsyncConnection, claim: Claim, checkpoint: Checkpoint, *, now: datetime
-) -> None:
-    await conn.execute(
-        sa.update(runs)
-        .where(runs.c.id == claim.run.id, runs.c.lease_token == claim.token)
-        .values(checkpoint=checkpoint.model_dump(mode="json"), updated_at=now)
-    )
 
 
 async def finish_run(
@@ -308,7 +322,7 @@ async def finish_run(
     checkpoint: Checkpoint | None = None,
     not_before: datetime | None = None,
     attempt: int | None = None,
-) -> None:
+) -> RunRecord:
     """Leave `running` for any other state (final, queued for a retry, waiting for approval)."""
     values: dict[str, Any] = {
         "status": status.value,
@@ -331,17 +345,21 @@ async def finish_run(
         values["attempt"] = attempt
     if status in FINAL_RUN_STATUSES:
         values["finished_at"] = now
-    done = await conn.execute(
-        sa.update(runs)
-        .where(
-            runs.c.id == claim.run.id,
-            runs.c.lease_token == claim.token,
-            runs.c.status == RunStatus.RUNNING.value,
+    row = (
+        await conn.execute(
+            sa.update(runs)
+            .where(
+                runs.c.id == claim.run.id,
+                runs.c.lease_token == claim.token,
+                runs.c.status == RunStatus.RUNNING.value,
+            )
+            .values(**values)
+            .returning(*runs.c)
         )
-        .values(**values)
-    )
-    if done.rowcount != 1:
+    ).one_or_none()
+    if row is None:
         raise LeaseLost(f"run {claim.run.id}: the lease (token {claim.token}) is no longer ours")
+    return to_record(row)
 
 
 async def reclaim_expired(conn: AsyncConnection, *, now: datetime) -> list[str]:

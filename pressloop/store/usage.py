@@ -15,21 +15,31 @@ COUNTERS = ("input_tokens", "output_tokens", "model_calls", "action_calls", "run
 
 
 async def add_usage(
-    conn: AsyncConnection, *, day: str, scope: str, subject: str, usage: Usage, runs: int = 1
+    conn: AsyncConnection,
+    *,
+    day: str,
+    subjects: dict[str, str],
+    usage: Usage,
+    runs: int = 1,
 ) -> None:
-    values: dict[str, Any] = {
-        "day": day,
-        "scope": scope,
-        "subject": subject,
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "model_calls": usage.model_calls,
-        "action_calls": usage.action_calls,
-        "runs": runs,
-    }
+    """Add `usage` to today's counters of each scope -> subject (e.g. user and site), in one
+    statement."""
+    rows: list[dict[str, Any]] = [
+        {
+            "day": day,
+            "scope": scope,
+            "subject": subject,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "model_calls": usage.model_calls,
+            "action_calls": usage.action_calls,
+            "runs": runs,
+        }
+        for scope, subject in subjects.items()
+    ]
     insert = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(
         usage_daily
-    ).values(**values)
+    ).values(rows)
     await conn.execute(
         insert.on_conflict_do_update(
             index_elements=["day", "scope", "subject"],

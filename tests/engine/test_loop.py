@@ -101,7 +101,7 @@ class Recorder:
         self.events.append((type_, data))
 
     async def save(self, checkpoint: Checkpoint) -> None:
-        self.checkpoints.append(checkpoint)
+        self.checkpoints.append(checkpoint.model_copy(deep=True))
 
     def types(self) -> list[EventType]:
         return [t for t, _ in self.events]
