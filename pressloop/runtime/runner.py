@@ -174,6 +174,7 @@ class Runner:
                 now=now,
                 not_before=now,
                 checkpoint=session.last_checkpoint,
+                event_seq=session.seq,
             )
 
         try:
@@ -185,7 +186,7 @@ class Runner:
                     "retryable": True,
                 },
             )
-            await session.write(requeue)
+            await session.write(requeue, fenced=True)
         except Exception:  # the lease will expire and the run be reclaimed anyway
             log.warning("run %s: could not requeue on shutdown", run.id)
 
@@ -300,6 +301,7 @@ class Runner:
                     checkpoint=checkpoint,
                     not_before=not_before,
                     attempt=attempt,
+                    event_seq=session.seq,
                 )
             )
             await thread_store.append_messages(
@@ -332,7 +334,7 @@ class Runner:
             )
 
         queued: list[str] = []
-        await session.write(persist)
+        await session.write(persist, fenced=True)
         for run_id in queued:
             if self.on_queued is not None:
                 self.on_queued(run_id)

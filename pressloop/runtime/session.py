@@ -54,7 +54,7 @@ class RunSession:
         self.last_checkpoint: Checkpoint | None = None
         self.failure: BaseException | None = None
         self._events: list[Event] = []
-        self._operations: list[tuple[Operation, asyncio.Future[None]]] = []
+        self._operations: list[tuple[Operation, asyncio.Future[None], bool]] = []
         self._checkpoint: dict[str, Any] | None = None
         self._wake = asyncio.Event()
         self._closed = False
@@ -85,11 +85,15 @@ class RunSession:
         )
         self._wake.set()
 
-    async def write(self, operation: Operation) -> None:
-        """Commit `operation` (after every event emitted before it) and wait for the commit."""
+    async def write(self, operation: Operation, *, fenced: bool = False) -> None:
+        """Commit `operation` (after every event emitted before it) and wait for the commit.
+
+        `fenced`: the operation checks the lease token itself (finishing the run does), so the
+        transaction needs no separate fence statement; it must then store the checkpoint too.
+        """
         self._raise_if_failed()
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._operations.append((operation, future))
+        self._operations.append((operation, future, fenced))
         self._wake.set()
         await future
 
@@ -152,29 +156,31 @@ class RunSession:
         checkpoint, self._checkpoint = self._checkpoint, None
         try:
             async with self.database.write() as conn:
-                self.cancel_requested = await run_store.fence(
-                    conn,
-                    self.claim,
-                    now=self.now(),
-                    ttl_s=self.lease_ttl_s,
-                    checkpoint=checkpoint,
-                )
+                if not any(fenced for _op, _future, fenced in operations):
+                    self.cancel_requested = await run_store.fence(
+                        conn,
+                        self.claim,
+                        now=self.now(),
+                        ttl_s=self.lease_ttl_s,
+                        checkpoint=checkpoint,
+                        event_seq=events[-1].seq if events else None,
+                    )
                 await event_store.append_events(conn, events)
-                for operation, _future in operations:
+                for operation, _future, _fenced in operations:
                     await operation(conn)
         except Exception as exc:
             self.failure = exc
             log.warning("run %s: write failed: %s", self.run_id, exc)
-            for _operation, future in operations:
+            for _operation, future, _fenced in operations:
                 if not future.done():
                     future.set_exception(exc)
             self._events.clear()
-            for _operation, future in self._operations:
+            for _operation, future, _fenced in self._operations:
                 if not future.done():
                     future.set_exception(exc)
             self._operations.clear()
             return
-        for _operation, future in operations:
+        for _operation, future, _fenced in operations:
             if not future.done():
                 future.set_result(None)
         if events:

@@ -57,6 +57,7 @@ class RunRecord:
     usage: Usage
     error: ErrorInfo | None
     cancel_requested: bool
+    event_seq: int
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None

@@ -28,7 +28,7 @@ from pressloop.contracts import (
 from pressloop.errors import LeaseLost
 from pressloop.store.ids import new_id
 from pressloop.store.records import Claim, RunRecord
-from pressloop.store.schema import run_events, runs
+from pressloop.store.schema import runs
 
 # A thread is busy while one of its runs is running or paused on an approval.
 BUSY_STATUSES = (RunStatus.RUNNING.value, RunStatus.WAITING_APPROVAL.value)
@@ -59,6 +59,7 @@ def to_record(row: sa.Row[Any]) -> RunRecord:
         usage=Usage.model_validate(m["usage"] or {}),
         error=ErrorInfo.model_validate(m["error"]) if m["error"] else None,
         cancel_requested=bool(m["cancel_requested"]),
+        event_seq=m["event_seq"],
         created_at=m["created_at"],
         started_at=m["started_at"],
         finished_at=m["finished_at"],
@@ -111,14 +112,13 @@ async def create_run(
         statement = statement.on_conflict_do_nothing(
             index_elements=["thread_id", "idempotency_key"]
         )
-    inserted = (await conn.execute(statement)).rowcount == 1
-    if inserted:
-        record = await get_run(conn, run_id)
-    else:
-        assert idempotency_key is not None
-        record = await find_by_key(conn, thread_id, idempotency_key)
+    row = (await conn.execute(statement.returning(*runs.c))).one_or_none()
+    if row is not None:
+        return to_record(row), True
+    assert idempotency_key is not None
+    record = await find_by_key(conn, thread_id, idempotency_key)
     assert record is not None
-    return record, inserted
+    return record, False
 
 
 async def get_run(conn: AsyncConnection, run_id: str) -> RunRecord | None:
@@ -178,6 +178,27 @@ async def pending_run(conn: AsyncConnection, thread_id: str, trigger: Trigger) -
     return to_record(row) if row else None
 
 
+def _queued_before(other: Any) -> Any:
+    """`other` was queued before this run (ties broken by the time-ordered id)."""
+    return sa.or_(
+        other.c.created_at < runs.c.created_at,
+        sa.and_(other.c.created_at == runs.c.created_at, other.c.id < runs.c.id),
+    )
+
+
+def _claimed(owner: str, ttl_s: float, now: datetime) -> dict[str, Any]:
+    """What a claim sets: running, a fresh lease with the next fencing token."""
+    return {
+        "status": RunStatus.RUNNING.value,
+        "lease_owner": owner,
+        "lease_token": runs.c.lease_token + 1,
+        "lease_expires_at": now + timedelta(seconds=ttl_s),
+        "attempt": sa.case((runs.c.attempt == 0, 1), else_=runs.c.attempt),
+        "started_at": sa.func.coalesce(runs.c.started_at, now),
+        "updated_at": now,
+    }
+
+
 def _claimable(now: datetime, run_id: str | None, limit: int) -> sa.Select[Any]:
     """Queued runs that may start now: due, on an idle thread, and first in their thread's
     queue (so the candidates are all on different threads)."""
@@ -195,10 +216,7 @@ def _claimable(now: datetime, run_id: str | None, limit: int) -> sa.Select[Any]:
             ~sa.exists().where(
                 other.c.thread_id == runs.c.thread_id,
                 other.c.status == RunStatus.QUEUED.value,
-                sa.or_(
-                    other.c.created_at < runs.c.created_at,
-                    sa.and_(other.c.created_at == runs.c.created_at, other.c.id < runs.c.id),
-                ),
+                _queued_before(other),
             )
         )
         .order_by(runs.c.not_before, runs.c.created_at, runs.c.id)
@@ -233,32 +251,14 @@ async def claim_runs(
                 await conn.execute(
                     sa.update(runs)
                     .where(runs.c.id.in_(chosen), runs.c.status == RunStatus.QUEUED.value)
-                    .values(
-                        status=RunStatus.RUNNING.value,
-                        lease_owner=owner,
-                        lease_token=runs.c.lease_token + 1,
-                        lease_expires_at=now + timedelta(seconds=ttl_s),
-                        attempt=sa.case((runs.c.attempt == 0, 1), else_=runs.c.attempt),
-                        started_at=sa.func.coalesce(runs.c.started_at, now),
-                        updated_at=now,
-                    )
+                    .values(**_claimed(owner, ttl_s, now))
                     .returning(*runs.c)
                 )
             ).all()
     except IntegrityError:
         return []
     records = [to_record(row) for row in rows]
-    # Each run's newest event number, so its session numbers on from there.
-    newest = await conn.execute(
-        sa.select(run_events.c.run_id, sa.func.max(run_events.c.seq))
-        .where(run_events.c.run_id.in_([r.id for r in records]))
-        .group_by(run_events.c.run_id)
-    )
-    last: dict[str, int] = {row[0]: row[1] for row in newest}
-    return [
-        Claim(run=r, owner=owner, token=r.lease_token, last_seq=int(last.get(r.id) or 0))
-        for r in records
-    ]
+    return [Claim(run=r, owner=owner, token=r.lease_token, last_seq=r.event_seq) for r in records]
 
 
 async def claim_run(
@@ -270,8 +270,41 @@ async def claim_run(
     run_id: str | None = None,
 ) -> Claim | None:
     """Take the next runnable run (or exactly `run_id`); None if none is free."""
-    claims = await claim_runs(conn, owner=owner, ttl_s=ttl_s, now=now, run_id=run_id)
-    return claims[0] if claims else None
+    if run_id is None:
+        claims = await claim_runs(conn, owner=owner, ttl_s=ttl_s, now=now)
+        return claims[0] if claims else None
+    # One statement for a named run (the chat path): the UPDATE locks the row itself, and the
+    # conditions are those of `_claimable`.
+    other = runs.alias("other")
+    try:
+        async with conn.begin_nested():
+            row = (
+                await conn.execute(
+                    sa.update(runs)
+                    .where(
+                        runs.c.id == run_id,
+                        runs.c.status == RunStatus.QUEUED.value,
+                        runs.c.not_before <= now,
+                        ~sa.exists().where(
+                            other.c.thread_id == runs.c.thread_id,
+                            other.c.status.in_(BUSY_STATUSES),
+                        ),
+                        ~sa.exists().where(
+                            other.c.thread_id == runs.c.thread_id,
+                            other.c.status == RunStatus.QUEUED.value,
+                            _queued_before(other),
+                        ),
+                    )
+                    .values(**_claimed(owner, ttl_s, now))
+                    .returning(*runs.c)
+                )
+            ).one_or_none()
+    except IntegrityError:
+        return None
+    if row is None:
+        return None
+    record = to_record(row)
+    return Claim(run=record, owner=owner, token=record.lease_token, last_seq=record.event_seq)
 
 
 async def fence(
@@ -281,6 +314,7 @@ async def fence(
     now: datetime,
     ttl_s: float,
     checkpoint: dict[str, Any] | None = None,
+    event_seq: int | None = None,
 ) -> bool:
     """Renew the lease (and store `checkpoint`) if this claim still holds it; raise LeaseLost
     otherwise. One statement does both, so a checkpoint is never written without its fence.
@@ -293,6 +327,8 @@ async def fence(
     }
     if checkpoint is not None:
         values["checkpoint"] = checkpoint
+    if event_seq is not None:
+        values["event_seq"] = event_seq
     row = (
         await conn.execute(
             sa.update(runs)
@@ -322,6 +358,7 @@ async def finish_run(
     checkpoint: Checkpoint | None = None,
     not_before: datetime | None = None,
     attempt: int | None = None,
+    event_seq: int | None = None,
 ) -> RunRecord:
     """Leave `running` for any other state (final, queued for a retry, waiting for approval)."""
     values: dict[str, Any] = {
@@ -343,6 +380,8 @@ async def finish_run(
         values["not_before"] = not_before
     if attempt is not None:
         values["attempt"] = attempt
+    if event_seq is not None:
+        values["event_seq"] = event_seq
     if status in FINAL_RUN_STATUSES:
         values["finished_at"] = now
     row = (

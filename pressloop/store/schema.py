@@ -116,6 +116,8 @@ runs = sa.Table(
     sa.Column("usage", JSONType, nullable=True),
     sa.Column("error", JSONType, nullable=True),
     sa.Column("cancel_requested", sa.Boolean, nullable=False, server_default=sa.false()),
+    # The newest event's seq, kept with each write, so a new claim numbers on without a query.
+    sa.Column("event_seq", sa.Integer, nullable=False, server_default="0"),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("started_at", UTCDateTime, nullable=True),
     sa.Column("finished_at", UTCDateTime, nullable=True),
