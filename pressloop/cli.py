@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from pressloop.cli_approvals import approvals_app
 from pressloop.cli_common import (
     console,
     errors,
@@ -50,6 +51,7 @@ app.add_typer(runs_app, name="runs")
 app.add_typer(token_app, name="token")
 app.add_typer(db_app, name="db")
 app.add_typer(schedules_app, name="schedules")
+app.add_typer(approvals_app, name="approvals")
 
 
 FAILED = {RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.CANCELLED, RunStatus.DEAD}

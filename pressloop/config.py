@@ -95,6 +95,9 @@ class Settings(BaseSettings):
     # Runs, leases and retries (DESIGN.md section 8).
     lease_ttl_s: float = Field(default=30.0, validation_alias=_env("PRESSLOOP_LEASE_TTL"))
     lease_renew_s: float = Field(default=10.0, validation_alias=_env("PRESSLOOP_LEASE_RENEW"))
+    approval_expiry_s: float = Field(
+        default=3600.0, validation_alias=_env("PRESSLOOP_APPROVAL_EXPIRY")
+    )
     max_attempts: int = Field(default=5, validation_alias=_env("PRESSLOOP_MAX_ATTEMPTS"))
     backoff_base_s: float = Field(default=2.0, validation_alias=_env("PRESSLOOP_BACKOFF_BASE"))
     backoff_cap_s: float = Field(default=600.0, validation_alias=_env("PRESSLOOP_BACKOFF_CAP"))

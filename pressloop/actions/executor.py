@@ -12,6 +12,7 @@ in between) is reconciled by the action's own check before anything is sent agai
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pydantic import ValidationError
@@ -30,10 +31,24 @@ from pressloop.contracts import (
 from pressloop.errors import ActionError, RunFailure
 
 
-class ApprovalGate(Protocol):
-    """Creates an approval for a `confirm` call and returns its id (the run then pauses)."""
+@dataclass(kw_only=True, frozen=True)
+class ApprovalDecision:
+    approval_id: str
+    status: str  # "pending" | "approved" | "rejected" | "expired"
+    note: str | None = None
+    decided_by: str | None = None
+    edited_params: dict[str, Any] | None = None
 
-    async def request(self, spec: ActionSpec, call: ActionCall, context: ActionContext) -> str: ...
+
+class ApprovalGate(Protocol):
+    """Approvals for `confirm` calls: what a person decided for this step, or a new request
+    (the run then pauses until someone decides or the approval expires)."""
+
+    async def decision(self, context: ActionContext) -> ApprovalDecision | None: ...
+
+    async def request(
+        self, spec: ActionSpec, call: ActionCall, params: Any, context: ActionContext
+    ) -> str: ...
 
 
 def _validation_message(error: ValidationError) -> str:
@@ -87,6 +102,10 @@ class Executor:
                 spec,
             )
         mode = context.policy.mode_for(spec.risk)
+        if spec.risk is Risk.DESTRUCTIVE and context.read_untrusted and mode is PolicyMode.ALLOW:
+            # Content from the site or the web may carry instructions: a destructive step
+            # proposed after reading it always goes past a person first.
+            mode = PolicyMode.CONFIRM
         if mode is PolicyMode.DENY:
             message = (
                 f"denied: the policy for {context.trigger.value} runs forbids {spec.risk.value} "
@@ -96,7 +115,12 @@ class Executor:
                 status=StepStatus.DENIED, content=message, summary=message, risk=spec.risk
             )
         if mode is PolicyMode.CONFIRM:
-            return await self._confirm(spec, call, context)
+            return await self._confirm(spec, call, params, context)
+        return await self._proceed(spec, call, params, context)
+
+    async def _proceed(
+        self, spec: ActionSpec, call: ActionCall, params: Any, context: ActionContext
+    ) -> ActionOutcome:
         if self.ledger is None or spec.risk is Risk.READ:
             return await self._execute(spec, params, context)
         return await self._execute_once(spec, call, params, context, self.ledger)
@@ -132,25 +156,47 @@ class Executor:
         return outcome
 
     async def _confirm(
-        self, spec: ActionSpec, call: ActionCall, context: ActionContext
+        self, spec: ActionSpec, call: ActionCall, params: Any, context: ActionContext
     ) -> ActionOutcome:
         if self.approvals is None:
-            message = (
+            return _denied(
                 f"denied: {call.name} needs a person's approval and no approval service is "
-                "available here"
+                "available here",
+                spec,
+            )
+        decided = await self.approvals.decision(context)
+        if decided is None:
+            approval_id = await self.approvals.request(spec, call, params, context)
+            return _pending(spec, call, approval_id)
+        if decided.status == "pending":
+            return _pending(spec, call, decided.approval_id)
+        if decided.status != "approved":
+            why = decided.note or (
+                "expired without a decision" if decided.status == "expired" else "no reason given"
+            )
+            message = (
+                f"{decided.status}: a person did not approve {call.name} ({why}). Do not try "
+                "to do it another way; tell the person."
             )
             return ActionOutcome(
-                status=StepStatus.DENIED, content=message, summary=message, risk=spec.risk
+                status=StepStatus.REJECTED,
+                content=message,
+                summary=message,
+                risk=spec.risk,
+                approval_id=decided.approval_id,
             )
-        approval_id = await self.approvals.request(spec, call, context)
-        message = f"waiting for a person to approve {call.name} (approval {approval_id})"
-        return ActionOutcome(
-            status=StepStatus.PENDING_APPROVAL,
-            content=message,
-            summary=message,
-            risk=spec.risk,
-            approval_id=approval_id,
-        )
+        if decided.edited_params is not None:
+            try:
+                params = spec.params.model_validate(decided.edited_params)
+            except ValidationError as invalid:
+                return _failed(
+                    f"the approved, edited params for {call.name} are invalid: "
+                    f"{_validation_message(invalid)}",
+                    spec,
+                )
+            call = call.model_copy(update={"params": decided.edited_params})
+        outcome = await self._proceed(spec, call, params, context)
+        return outcome.model_copy(update={"approval_id": decided.approval_id})
 
     async def _execute(
         self, spec: ActionSpec, params: Any, context: ActionContext
@@ -174,6 +220,21 @@ def _succeeded(spec: ActionSpec, result: ActionResult) -> ActionOutcome:
         risk=spec.risk,
         untrusted=result.untrusted,
         data=result.content,
+    )
+
+
+def _denied(message: str, spec: ActionSpec) -> ActionOutcome:
+    return ActionOutcome(status=StepStatus.DENIED, content=message, summary=message, risk=spec.risk)
+
+
+def _pending(spec: ActionSpec, call: ActionCall, approval_id: str) -> ActionOutcome:
+    message = f"waiting for a person to approve {call.name} (approval {approval_id})"
+    return ActionOutcome(
+        status=StepStatus.PENDING_APPROVAL,
+        content=message,
+        summary=message,
+        risk=spec.risk,
+        approval_id=approval_id,
     )
 
 

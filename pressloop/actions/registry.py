@@ -50,6 +50,8 @@ class ActionServices:
 Handler = Callable[[Any, ActionContext, ActionServices], Awaitable[ActionResult]]
 # Did an earlier, interrupted attempt of this step take effect? The result if so, else None.
 Reconciler = Callable[[Any, ActionContext, ActionServices], Awaitable[ActionResult | None]]
+# What an approver sees before deciding: e.g. the fields before and after an update.
+Previewer = Callable[[Any, ActionContext, ActionServices], Awaitable[Any]]
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -61,6 +63,7 @@ class ActionSpec:
     handler: Handler
     network: bool = False
     reconcile: Reconciler | None = None
+    preview: Previewer | None = None
 
     def entry(self) -> CatalogEntry:
         return CatalogEntry(

@@ -37,6 +37,14 @@ def _plan_calls(state: TurnState) -> list[ActionCall]:
     return []
 
 
+def _reason(state: TurnState) -> str:
+    """What the model said with its plan: shown to a person asked to approve a step."""
+    for message in reversed(state.checkpoint.messages):
+        if message.role is Role.ASSISTANT:
+            return message.content[:2000]
+    return ""
+
+
 def _plan_failed(state: TurnState, plan: list[ActionCall]) -> bool:
     ids = {call.id for call in plan}
     return any(s.call_id in ids and s.status in STOPS_PLAN for s in state.checkpoint.steps)
@@ -68,6 +76,7 @@ async def _execute(state: TurnState, call: ActionCall, index: int, total: int) -
         requesting_user=request.requesting_user,
         execution_user=request.execution_user,
         read_untrusted=state.checkpoint.read_untrusted,
+        reason=_reason(state),
     )
     try:
         outcome = await deps.actions.run(call, context)

@@ -15,6 +15,7 @@ from pressloop.contracts import (
     Message,
     NextAction,
     Role,
+    StepStatus,
     TurnRequest,
     TurnResult,
     TurnStatus,
@@ -29,7 +30,10 @@ from pressloop.errors import AgentDisabled, LeaseLost, LimitExceeded, RunFailure
 
 def _start(request: TurnRequest) -> Checkpoint:
     if request.checkpoint is not None:
-        return request.checkpoint.model_copy(deep=True)
+        resumed = request.checkpoint.model_copy(deep=True)
+        # A step that paused for approval is recorded again, at the same index, with its outcome.
+        resumed.steps = [s for s in resumed.steps if s.status is not StepStatus.PENDING_APPROVAL]
+        return resumed
     checkpoint = Checkpoint()
     if request.message:
         checkpoint.messages.append(Message(role=Role.USER, content=request.message))

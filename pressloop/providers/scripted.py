@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -116,7 +117,7 @@ class ScriptedProvider:
         text = str(item.get("text", ""))
         calls = [
             ActionCall(
-                id=str(call.get("id") or f"call_{self._position}_{index}"),
+                id=str(call.get("id") or f"call_{uuid.uuid4().hex[:12]}"),
                 name=str(call.get("name", "")),
                 params=call.get("arguments") if isinstance(call.get("arguments"), dict) else {},
             )

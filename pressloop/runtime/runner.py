@@ -39,6 +39,7 @@ from pressloop.engine.prompt import memory_context
 from pressloop.engine.transcript import close_dangling_calls
 from pressloop.errors import LeaseLost, PressloopError
 from pressloop.providers.base import Provider
+from pressloop.runtime.approvals import SessionApprovals
 from pressloop.runtime.backoff import full_jitter
 from pressloop.runtime.bus import EventBus
 from pressloop.runtime.clock import Now, utc_now
@@ -224,7 +225,7 @@ class Runner:
         protocol_setting = self.settings.decision_protocol
         return EngineDeps(
             provider=provider,
-            actions=Executor(self.registry, self.services_for(run), ledger=SessionLedger(session)),
+            actions=self._executor(run, session),
             history=history,
             prompt=PromptContext(
                 instructions=agent.instructions if agent else "",
@@ -237,6 +238,15 @@ class Runner:
             cancel_requested=lambda: session.cancel_requested,
             disabled=disabled,
             max_output_tokens=self.settings.max_output_tokens,
+        )
+
+    def _executor(self, run: RunRecord, session: RunSession) -> Executor:
+        services = self.services_for(run)
+        return Executor(
+            self.registry,
+            services,
+            ledger=SessionLedger(session),
+            approvals=SessionApprovals(session, services, self.settings.approval_expiry_s),
         )
 
     def services_for(self, run: RunRecord) -> ActionServices:

@@ -40,6 +40,7 @@ from pressloop.errors import (
 )
 from pressloop.policy import resolve_policy
 from pressloop.providers.base import Provider
+from pressloop.runtime.approvals import Approvals
 from pressloop.runtime.bus import EventBus
 from pressloop.runtime.clock import Now, utc_now
 from pressloop.runtime.runner import Runner
@@ -54,6 +55,7 @@ from pressloop.store import runs as run_store
 from pressloop.store import threads as thread_store
 from pressloop.store import tokens as token_store
 from pressloop.store import usage as usage_store
+from pressloop.store.approvals import ApprovalRecord
 from pressloop.store.db import Database
 from pressloop.store.records import RunRecord, ThreadRecord, TokenRecord
 
@@ -104,6 +106,7 @@ class Service:
         self.worker: Worker | None = None
         self.scheduler: Scheduler | None = None
         self.schedules = Schedules(database, now)
+        self.approvals = Approvals(database, now)
         self.spawner = Spawner(database, now, max_attempts=settings.max_attempts)
         self.runner.on_queued = self._queued
 
@@ -303,6 +306,22 @@ class Service:
         )
         self._queued(spawned.run.id)
         return spawned
+
+    async def decide(
+        self,
+        approval_id: str,
+        *,
+        approve: bool,
+        by: str | None,
+        note: str | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> ApprovalRecord:
+        """Approve (optionally with edited params) or reject; the run resumes either way."""
+        decided = await self.approvals.decide(
+            approval_id, approve=approve, by=by, note=note, params=params
+        )
+        self._queued(decided.run_id)
+        return decided
 
     async def run(self, run_id: str) -> RunRecord:
         async with self.database.read() as conn:

@@ -204,6 +204,32 @@ action_ledger = sa.Table(
     sa.UniqueConstraint("run_id", "step_index"),
 )
 
+approvals = sa.Table(
+    "approvals",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("run_id", ID, sa.ForeignKey("runs.id"), nullable=False),
+    sa.Column("thread_id", ID, nullable=False),
+    sa.Column("step_index", sa.Integer, nullable=False),
+    sa.Column("call_id", sa.String(100), nullable=False),
+    sa.Column("action", sa.String(100), nullable=False),
+    sa.Column("params", JSONType, nullable=False),
+    sa.Column("risk", sa.String(20), nullable=False),
+    sa.Column("trigger", sa.String(20), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False, server_default=""),
+    sa.Column("preview", JSONType, nullable=True),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("requested_by", sa.String(200), nullable=True),
+    sa.Column("decided_by", sa.String(200), nullable=True),
+    sa.Column("note", sa.Text, nullable=True),
+    sa.Column("edited_params", JSONType, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("expires_at", UTCDateTime, nullable=False),
+    sa.Column("decided_at", UTCDateTime, nullable=True),
+    sa.UniqueConstraint("run_id", "step_index"),
+    sa.Index(None, "status", "expires_at"),
+)
+
 schedules = sa.Table(
     "schedules",
     metadata,

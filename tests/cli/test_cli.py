@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import signal
 import socket
@@ -179,3 +180,41 @@ async def test_schedules_from_the_terminal(pressloop: Pressloop) -> None:
     assert gone.code == 0
     again = await pressloop("schedules", "delete", schedule_id)
     assert again.code == 2 and "does not exist" in again.err
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def test_approvals_from_the_terminal(pressloop: Pressloop, tmp_path: Path) -> None:
+    script = tmp_path / "delete.json"
+    script.write_text(
+        json.dumps(
+            [
+                {"tool_calls": [{"name": "delete_user", "arguments": {"login": "bob"}}]},
+                {"text": "Bob is gone."},
+            ]
+        )
+    )
+    effects = tmp_path / "effects.txt"
+    env = {
+        "PRESSLOOP_SCRIPT": str(script),
+        "PRESSLOOP_ACTION_PACKS": "tests.fixtures.approval_pack",
+        "PRESSLOOP_TEST_EFFECTS": str(effects),
+        "PYTHONPATH": str(ROOT),
+    }
+    chat = await pressloop("chat", "delete user bob", env=env)
+    assert chat.code == 0, chat.err
+    assert "delete_user" in chat.out and "waiting_approval" in chat.out
+    assert not effects.exists()
+    listed = await pressloop("approvals", "list", "--status", "pending", env=env)
+    approval_id = next(w for w in listed.out.split() if w.startswith("apr_"))
+    # Each command is a new process, so its scripted model starts its script from the top.
+    rest = tmp_path / "rest.json"
+    rest.write_text(json.dumps([{"text": "Bob is gone."}]))
+    env["PRESSLOOP_SCRIPT"] = str(rest)
+    approved = await pressloop("approvals", "approve", approval_id, "--note", "ok", env=env)
+    assert approved.code == 0, approved.err
+    assert "approved" in approved.out and "succeeded" in approved.out
+    assert effects.read_text() == "deleted bob\n"
+    again = await pressloop("approvals", "reject", approval_id, env=env)
+    assert again.code == 2 and "already approved" in again.err

@@ -1,0 +1,272 @@
+"""The WordPress REST client: Application Password auth, timeouts, retries, clear errors.
+
+Every call goes through `request()`. Routes are addressed as `/?rest_route=/wp/v2/posts`, which
+every WordPress answers, with or without pretty permalinks. WordPress's error bodies
+(`{"code", "message", "data": {"status"}}`) become `ActionError`s that the model and the person
+can read: "WordPress answered 404 rest_post_invalid_id: Invalid post ID. (GET /wp/v2/posts/9)".
+
+Retries (exponential backoff with full jitter, the sleep injected): GET, PUT and DELETE are
+retried after 5xx, 408, 429, timeouts and network errors. A POST may have taken effect even when
+its answer was lost, so it is retried only when WordPress surely did not act (no connection was
+made, or it answered 429 or 503), unless the caller marks it idempotent (an update). What is
+still retryable after that is the action ledger's to decide (DESIGN.md section 5).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import mimetypes
+import random
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from pressloop.config import Settings
+from pressloop.errors import ActionError, ConfigurationError
+
+Sleep = Callable[[float], Awaitable[object]]
+Params = Mapping[str, str | int | float | bool | None]
+
+_NOT_PROCESSED = frozenset({429, 503})  # WordPress did not act: safe to repeat even a POST
+_CREDENTIALS = "PRESSLOOP_WP_USER and PRESSLOOP_WP_APP_PASSWORD"
+
+
+@dataclass(kw_only=True, frozen=True)
+class WordPressResponse:
+    status: int
+    data: Any
+    headers: httpx.Headers
+
+    @property
+    def total(self) -> int | None:
+        """`X-WP-Total` of a listing: how many items match, over all pages."""
+        value = self.headers.get("x-wp-total")
+        return int(value) if value and value.isdigit() else None
+
+
+class WordPressClient:
+    """An async client for one site's REST API, authenticated with an Application Password."""
+
+    def __init__(
+        self,
+        base_url: str,
+        user: str,
+        app_password: str,
+        *,
+        timeout_s: float = 30.0,
+        max_retries: int = 2,
+        retry_base_s: float = 0.5,
+        retry_cap_s: float = 8.0,
+        sleep: Sleep = asyncio.sleep,
+        rand: Callable[[], float] = random.random,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        # Accept the address people copy: "https://site/", ".../wp-json" or ".../wp-json/".
+        self.base_url = re.sub(r"/(wp-json/?)?$", "", base_url.strip())
+        self.user = user
+        self.timeout_s = timeout_s
+        self._max_retries = max(0, max_retries)
+        self._base_s = retry_base_s
+        self._cap_s = retry_cap_s
+        self._sleep = sleep
+        self._rand = rand
+        self._http = httpx.AsyncClient(
+            auth=httpx.BasicAuth(user, app_password),
+            timeout=timeout_s,
+            transport=transport,
+            headers={"Accept": "application/json", "User-Agent": "Pressloop"},
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **options: Any) -> WordPressClient:
+        """The client for `PRESSLOOP_WP_URL`; a `ConfigurationError` names what is missing."""
+        named = {
+            "PRESSLOOP_WP_URL": settings.wp_url,
+            "PRESSLOOP_WP_USER": settings.wp_user,
+            "PRESSLOOP_WP_APP_PASSWORD": settings.wp_app_password,
+        }
+        if missing := [name for name, value in named.items() if not value]:
+            raise ConfigurationError(f"WordPress is not configured: set {', '.join(missing)}")
+        assert settings.wp_url and settings.wp_user and settings.wp_app_password
+        return cls(settings.wp_url, settings.wp_user, settings.wp_app_password, **options)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> WordPressClient:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- the verbs ------------------------------------------------------------------------------
+
+    async def get(self, path: str, params: Params | None = None, *, context: str = "edit") -> Any:
+        """GET a route; `context=edit` (raw fields, drafts) unless told otherwise ("" for none)."""
+        query = {**(params or {}), **({"context": context} if context else {})}
+        return (await self.request("GET", path, params=query)).data
+
+    async def post(
+        self, path: str, json: Any = None, *, params: Params | None = None, idempotent: bool = False
+    ) -> Any:
+        return (
+            await self.request("POST", path, json=json, params=params, idempotent=idempotent)
+        ).data
+
+    async def put(self, path: str, json: Any = None, *, params: Params | None = None) -> Any:
+        return (await self.request("PUT", path, json=json, params=params)).data
+
+    async def delete(self, path: str, params: Params | None = None) -> Any:
+        return (await self.request("DELETE", path, params=params)).data
+
+    async def upload_media(
+        self,
+        data: bytes,
+        filename: str,
+        *,
+        content_type: str | None = None,
+        fields: Params | None = None,
+    ) -> Any:
+        """Upload a file from bytes; `fields` (title, alt_text, caption, post...) come along."""
+        safe_name = re.sub(r"[^A-Za-z0-9._-]+", "-", filename).strip("-.") or "upload"
+        kind = content_type or mimetypes.guess_type(safe_name)[0] or "application/octet-stream"
+        headers = {
+            "Content-Type": kind,
+            "Content-Disposition": f'attachment; filename="{safe_name}"',
+        }
+        response = await self.request(
+            "POST", "/wp/v2/media", params=fields, content=data, headers=headers
+        )
+        return response.data
+
+    # -- one request, retried -----------------------------------------------------------------
+
+    def delay_s(self, attempt: int) -> float:
+        """Full jitter: anywhere between 0 and the capped exponential step."""
+        return self._rand() * min(self._cap_s, self._base_s * 2.0**attempt)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Params | None = None,
+        json: Any = None,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        idempotent: bool | None = None,
+    ) -> WordPressResponse:
+        """Send one REST call (`path` like "/wp/v2/posts/7"), retrying what may be retried."""
+        if not path.startswith("/"):
+            raise ValueError(f"a REST route starts with '/': {path!r}")
+        repeatable = method != "POST" if idempotent is None else idempotent
+        query = {"rest_route": path, **{k: _param(v) for k, v in (params or {}).items()}}
+        what = f"{method} {path}"
+        attempt = 0
+        while True:
+            try:
+                response = await self._http.request(
+                    method, self.base_url + "/", params=query, json=json, content=content,
+                    headers=headers,
+                )  # fmt: skip
+            except httpx.TimeoutException as exc:
+                error = ActionError(
+                    f"WordPress at {self.base_url} did not answer within {self.timeout_s:g} s "
+                    f"({what})",
+                    retryable=True,
+                )
+                error.__cause__ = exc
+                may_retry = repeatable or isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout)
+            except httpx.TransportError as exc:
+                reason = str(exc) or type(exc).__name__
+                error = ActionError(
+                    f"could not reach WordPress at {self.base_url}: {reason} ({what})",
+                    retryable=True,
+                )
+                error.__cause__ = exc
+                may_retry = repeatable or isinstance(exc, httpx.ConnectError)
+            else:
+                if response.is_success:
+                    data = _decode(response, what)
+                    return WordPressResponse(
+                        status=response.status_code, data=data, headers=response.headers
+                    )
+                error = self._status_error(response, what)
+                may_retry = error.retryable and (
+                    repeatable or response.status_code in _NOT_PROCESSED
+                )
+            if not may_retry or attempt >= self._max_retries:
+                if attempt:
+                    error.message += f" (gave up after {attempt + 1} attempts)"
+                    error.args = (error.message,)
+                raise error
+            await self._sleep(self.delay_s(attempt))
+            attempt += 1
+
+    def _status_error(self, response: httpx.Response, what: str) -> ActionError:
+        status = response.status_code
+        if response.is_redirect:
+            return ActionError(
+                f"WordPress redirected {what} to {response.headers.get('location', '?')}: set "
+                "PRESSLOOP_WP_URL to the site's own address",
+                retryable=False,
+            )
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if isinstance(body, dict) and isinstance(body.get("code"), str):
+            detail = f"{body['code']}: {_plain(str(body.get('message', '')))}"
+            data = body.get("data")
+            invalid = data.get("params") if isinstance(data, dict) else None
+            if isinstance(invalid, dict):
+                detail += "".join(f"; {name}: {_plain(str(v))}" for name, v in invalid.items())
+        elif response.content:
+            detail = f"with a body that is not a WordPress error: {_preview(response)}"
+        else:
+            detail = "with an empty body"
+        message = f"WordPress answered {status} {detail} ({what})"
+        if status == 401:
+            message += f". The credentials were refused: check {_CREDENTIALS}"
+        elif status == 403:
+            message += f". The user {self.user!r} (PRESSLOOP_WP_USER) lacks the permission"
+        return ActionError(message, retryable=status >= 500 or status in (408, 429))
+
+
+def _param(value: str | int | float | bool | None) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def _plain(text: str) -> str:
+    """Text without HTML tags, entities or runs of whitespace."""
+    return " ".join(html.unescape(re.sub(r"<[^>]*>", " ", text)).split())
+
+
+def _preview(response: httpx.Response, limit: int = 200) -> str:
+    text = _plain(response.content.decode("utf-8", errors="replace"))
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _decode(response: httpx.Response, what: str) -> Any:
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise ActionError(
+            f"WordPress answered {response.status_code} with a body that is not JSON "
+            f"({what}): {_preview(response)}",
+            retryable=False,
+        ) from exc

@@ -1,0 +1,87 @@
+"""Approvals: the queue of steps waiting for a person, and the decisions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from pressloop.api.auth import Operator, ServiceDep, Viewer
+from pressloop.api.schemas import Request
+from pressloop.store.approvals import ApprovalRecord
+
+router = APIRouter(prefix="/v1/approvals", tags=["approvals"])
+
+
+class ApprovalOut(BaseModel):
+    id: str
+    run_id: str
+    thread_id: str
+    step_index: int
+    action: str
+    params: dict[str, Any]
+    risk: str
+    trigger: str = Field(description="Who or what asked: chat, heartbeat, api, ...")
+    reason: str
+    preview: Any = Field(description="What would change (e.g. the fields before and after).")
+    status: str
+    requested_by: str | None
+    decided_by: str | None
+    note: str | None
+    edited_params: dict[str, Any] | None
+    created_at: datetime
+    expires_at: datetime
+    decided_at: datetime | None
+
+    @classmethod
+    def of(cls, approval: ApprovalRecord) -> ApprovalOut:
+        return cls.model_validate(approval.public())
+
+
+class Approve(Request):
+    note: str | None = Field(default=None, max_length=2000)
+    params: dict[str, Any] | None = Field(
+        default=None, description="Run the step with these params instead."
+    )
+
+
+class Reject(Request):
+    note: str | None = Field(default=None, max_length=2000, description="Told to the agent.")
+
+
+@router.get("")
+async def list_approvals(
+    service: ServiceDep,
+    _who: Viewer,
+    status: str | None = Query(default=None, pattern="^(pending|approved|rejected|expired)$"),
+    limit: int = Query(default=100, ge=1, le=500),
+) -> list[ApprovalOut]:
+    """Pending first (soonest to expire first), then the history."""
+    return [ApprovalOut.of(a) for a in await service.approvals.find(status=status, limit=limit)]
+
+
+@router.get("/{approval_id}")
+async def show_approval(approval_id: str, service: ServiceDep, _who: Viewer) -> ApprovalOut:
+    return ApprovalOut.of(await service.approvals.get(approval_id))
+
+
+@router.post("/{approval_id}/approve")
+async def approve(
+    approval_id: str, body: Approve, service: ServiceDep, who: Operator
+) -> ApprovalOut:
+    """Run the step (optionally with edited params); the agent's loop resumes."""
+    decided = await service.decide(
+        approval_id, approve=True, by=who.name, note=body.note, params=body.params
+    )
+    service.start_run_soon(decided.run_id)
+    return ApprovalOut.of(decided)
+
+
+@router.post("/{approval_id}/reject")
+async def reject(approval_id: str, body: Reject, service: ServiceDep, who: Operator) -> ApprovalOut:
+    """Skip the step; the agent is told and its loop resumes."""
+    decided = await service.decide(approval_id, approve=False, by=who.name, note=body.note)
+    service.start_run_soon(decided.run_id)
+    return ApprovalOut.of(decided)

@@ -1,0 +1,104 @@
+"""`pressloop approvals ...`: the steps waiting for a person, and the decisions."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from pressloop.cli_common import console, local_user, opened, run_command
+from pressloop.cli_render import compact, when
+from pressloop.store.approvals import ApprovalRecord
+
+approvals_app = typer.Typer(no_args_is_help=True, help="Approvals of destructive steps.")
+
+
+def approvals_table(approvals: list[ApprovalRecord]) -> Table:
+    table = Table("id", "status", "action", "params", "asked by", "run", "expires / decided")
+    for a in approvals:
+        table.add_row(
+            a.id,
+            a.status,
+            a.action,
+            escape(compact(a.params, 60)),
+            a.trigger,
+            a.run_id,
+            when(a.expires_at if a.status == "pending" else a.decided_at),
+        )
+    return table
+
+
+@approvals_app.command("list")
+def approvals_list(
+    status: Annotated[str | None, typer.Option(help="pending, approved, rejected, expired")] = None,
+) -> None:
+    """Pending approvals first, then the history."""
+
+    async def show() -> int:
+        async with opened() as service:
+            console.print(approvals_table(await service.approvals.find(status=status)))
+        return 0
+
+    run_command(show())
+
+
+@approvals_app.command("show")
+def approvals_show(approval_id: str) -> None:
+    """One approval: the step, why the agent wants it, and the preview of the change."""
+
+    async def show() -> int:
+        async with opened() as service:
+            approval = await service.approvals.get(approval_id)
+        console.print(approvals_table([approval]))
+        console.print(f"[bold]reason[/] {escape(approval.reason)}", soft_wrap=True)
+        console.print_json(json.dumps(approval.preview, default=str))
+        return 0
+
+    run_command(show())
+
+
+def _decide(approval_id: str, approve: bool, note: str | None, params: str | None) -> None:
+    edited: dict[str, Any] | None = None
+    if params is not None:
+        try:
+            edited = json.loads(params)
+        except ValueError as exc:
+            raise typer.BadParameter(f"--params is not JSON: {exc}") from None
+        if not isinstance(edited, dict):
+            raise typer.BadParameter("--params must be a JSON object")
+
+    async def decide() -> int:
+        async with opened() as service:
+            decided = await service.decide(
+                approval_id, approve=approve, by=local_user(), note=note, params=edited
+            )
+            # Resume the run here: a worker would too, this way the answer comes now.
+            run = await service.run_now(decided.run_id)
+        console.print(approvals_table([decided]))
+        if run is not None:
+            console.print(f"run {run.id}: {run.status.value}", soft_wrap=True)
+        return 0
+
+    run_command(decide())
+
+
+@approvals_app.command("approve")
+def approvals_approve(
+    approval_id: str,
+    note: Annotated[str | None, typer.Option(help="Why (kept with the decision).")] = None,
+    params: Annotated[str | None, typer.Option(help="Edited params, as a JSON object.")] = None,
+) -> None:
+    """Run the step (optionally with edited params); the agent goes on."""
+    _decide(approval_id, True, note, params)
+
+
+@approvals_app.command("reject")
+def approvals_reject(
+    approval_id: str,
+    note: Annotated[str | None, typer.Option(help="Told to the agent.")] = None,
+) -> None:
+    """Skip the step; the agent is told and goes on."""
+    _decide(approval_id, False, note, None)
