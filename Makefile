@@ -21,9 +21,10 @@ $(VENV)/.synced: $(UV) pyproject.toml uv.lock
 ## setup: create the virtual environment and install the locked dependencies
 setup: $(VENV)/.synced
 
-## services: make sure the services the tests use are running (PostgreSQL)
+## services: make sure the services the tests use are running (PostgreSQL, a local WordPress)
 services:
 	bash scripts/ensure-postgres.sh
+	bash scripts/ensure-wordpress.sh
 
 ## run: start the API, admin UI, worker and scheduler on embedded defaults (SQLite)
 run: setup

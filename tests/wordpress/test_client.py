@@ -39,7 +39,6 @@ class EdgeServer:
     script: list[Scripted] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
     url: str = ""
-
     handlers: set[asyncio.Task[None]] = field(default_factory=set)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -155,6 +154,10 @@ async def test_create_read_update_delete_a_post(wordpress_client: WordPressClien
     listed = await wordpress_client.request("GET", "/wp/v2/posts", params={"search": "Second"})
     assert [post["id"] for post in listed.data] == [post_id]
     assert listed.total == 1
+    both = await wordpress_client.get(
+        "/wp/v2/posts", {"include": [post_id, 1], "orderby": "include"}, context=""
+    )
+    assert [post["id"] for post in both] == [post_id, 1]
 
     trashed = await wordpress_client.delete(f"/wp/v2/posts/{post_id}")
     assert trashed["status"] == "trash"
@@ -220,7 +223,9 @@ async def test_upload_media_from_bytes(wordpress_client: WordPressClient) -> Non
 
 def test_settings_must_name_the_site() -> None:
     with pytest.raises(ConfigurationError, match="PRESSLOOP_WP_URL, PRESSLOOP_WP_APP_PASSWORD"):
-        WordPressClient.from_settings(Settings(wp_user="admin"))
+        WordPressClient.from_settings(
+            Settings(_env_file=None, wp_url=None, wp_user="admin", wp_app_password=None)
+        )
 
 
 # -- answers from the edge: errors, garbage, silence ---------------------------------------------

@@ -30,7 +30,8 @@ from pressloop.config import Settings
 from pressloop.errors import ActionError, ConfigurationError
 
 Sleep = Callable[[float], Awaitable[object]]
-Params = Mapping[str, str | int | float | bool | None]
+Value = str | int | float | bool | None
+Params = Mapping[str, Value | list[int] | list[str]]  # lists are sent comma-separated
 
 _NOT_PROCESSED = frozenset({429, 503})  # WordPress did not act: safe to repeat even a POST
 _CREDENTIALS = "PRESSLOOP_WP_USER and PRESSLOOP_WP_APP_PASSWORD"
@@ -112,7 +113,9 @@ class WordPressClient:
     # -- the verbs ------------------------------------------------------------------------------
 
     async def get(self, path: str, params: Params | None = None, *, context: str = "edit") -> Any:
-        """GET a route; `context=edit` (raw fields, drafts) unless told otherwise ("" for none)."""
+        """GET a route, with `context=edit` unless told otherwise ("" for none): raw fields and
+        drafts, and wrong credentials fail with 401 instead of reading as an anonymous visitor
+        (WordPress 6.1 quietly ignores a wrong Application Password on public routes)."""
         query = {**(params or {}), **({"context": context} if context else {})}
         return (await self.request("GET", path, params=query)).data
 
@@ -237,13 +240,18 @@ class WordPressClient:
             detail = "with an empty body"
         message = f"WordPress answered {status} {detail} ({what})"
         if status == 401:
-            message += f". The credentials were refused: check {_CREDENTIALS}"
+            message += (
+                f". WordPress did not accept the credentials: check {_CREDENTIALS} (an "
+                "Application Password from the user's profile, not the login password)"
+            )
         elif status == 403:
             message += f". The user {self.user!r} (PRESSLOOP_WP_USER) lacks the permission"
         return ActionError(message, retryable=status >= 500 or status in (408, 429))
 
 
-def _param(value: str | int | float | bool | None) -> str:
+def _param(value: Value | list[int] | list[str]) -> str:
+    if isinstance(value, list):
+        return ",".join(str(item) for item in value)
     if isinstance(value, bool):
         return "true" if value else "false"
     return "" if value is None else str(value)
