@@ -2,7 +2,7 @@
 
 validate params -> policy (allow | confirm | deny by risk and trigger) -> approval gate ->
 ledger (replay a finished step, reconcile an interrupted one, else record the intent) ->
-execute -> ledger outcome. Budgets and snapshots join this pipeline with the WordPress pack.
+execute -> ledger outcome. The snapshot an action takes for undo is kept with its intent.
 
 Reads are not ledgered: running a read twice changes nothing. Every write and destructive step
 happens at most once per (run, step): a step found with an intent but no outcome (the worker died
@@ -150,7 +150,15 @@ class Executor:
                 outcome = await self._execute(spec, params, context)  # it had not happened
             await ledger.outcome(context, outcome)
             return outcome
-        await ledger.intent(call, spec.risk, context, None)
+        try:
+            snapshot = (
+                await spec.snapshot(params, context, self.services) if spec.snapshot else None
+            )
+        except ActionError as failure:  # e.g. the post to change does not exist
+            if failure.retryable:
+                raise
+            return _failed(f"{spec.name} failed: {failure.message}", spec)
+        await ledger.intent(call, spec.risk, context, snapshot)
         outcome = await self._execute(spec, params, context)
         await ledger.outcome(context, outcome)
         return outcome

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
 from pressloop.contracts import ActionContext, CatalogEntry, Risk
+
+if TYPE_CHECKING:
+    from pressloop.actions.wordpress.client import WordPressClient
 
 
 @dataclass(kw_only=True)
@@ -44,6 +47,7 @@ class ActionServices:
 
     memory: MemoryPort | None = None
     spawner: SpawnPort | None = None
+    wordpress: WordPressClient | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -52,6 +56,10 @@ Handler = Callable[[Any, ActionContext, ActionServices], Awaitable[ActionResult]
 Reconciler = Callable[[Any, ActionContext, ActionServices], Awaitable[ActionResult | None]]
 # What an approver sees before deciding: e.g. the fields before and after an update.
 Previewer = Callable[[Any, ActionContext, ActionServices], Awaitable[Any]]
+# What undo needs, read before the action runs (kept in the ledger with the step's intent).
+Snapshotter = Callable[[Any, ActionContext, ActionServices], Awaitable[Any]]
+# Reverses a done step from its snapshot and the data the action returned.
+Undoer = Callable[[Any, Any, ActionServices], Awaitable[ActionResult]]
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -64,6 +72,8 @@ class ActionSpec:
     network: bool = False
     reconcile: Reconciler | None = None
     preview: Previewer | None = None
+    snapshot: Snapshotter | None = None
+    undo: Undoer | None = None
 
     def entry(self) -> CatalogEntry:
         return CatalogEntry(

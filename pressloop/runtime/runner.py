@@ -254,6 +254,7 @@ class Runner:
             memory=self.services.memory or StoreMemory(self.database, self.now),
             spawner=self.services.spawner
             or Spawner(self.database, self.now, max_attempts=self.settings.max_attempts),
+            wordpress=self.services.wordpress,
             extra=self.services.extra,
         )
 

@@ -109,6 +109,10 @@ class Service:
         self.approvals = Approvals(database, now)
         self.spawner = Spawner(database, now, max_attempts=settings.max_attempts)
         self.runner.on_queued = self._queued
+        if settings.wp_url and self.runner.services.wordpress is None:
+            from pressloop.actions.wordpress.client import WordPressClient
+
+            self.runner.services.wordpress = WordPressClient.from_settings(settings)
 
     @classmethod
     async def open(
@@ -176,6 +180,8 @@ class Service:
         close = getattr(self._provider, "aclose", None)
         if close is not None:
             await close()
+        if self.runner.services.wordpress is not None:
+            await self.runner.services.wordpress.aclose()
         await self.database.close()
 
     # Threads ---------------------------------------------------------------------------------
