@@ -47,9 +47,11 @@ from pressloop.runtime.runner import Runner
 from pressloop.runtime.scheduler import Scheduler
 from pressloop.runtime.schedules import Schedules
 from pressloop.runtime.spawn import Spawned, Spawner
+from pressloop.runtime.undo import Undo
 from pressloop.runtime.worker import Worker
 from pressloop.store import agents as agent_store
 from pressloop.store import events as event_store
+from pressloop.store import ledger as ledger_store
 from pressloop.store import migrate
 from pressloop.store import runs as run_store
 from pressloop.store import threads as thread_store
@@ -57,6 +59,7 @@ from pressloop.store import tokens as token_store
 from pressloop.store import usage as usage_store
 from pressloop.store.approvals import ApprovalRecord
 from pressloop.store.db import Database
+from pressloop.store.ledger import LedgerEntry
 from pressloop.store.records import RunRecord, ThreadRecord, TokenRecord
 
 log = logging.getLogger(__name__)
@@ -113,6 +116,7 @@ class Service:
             from pressloop.actions.wordpress.client import WordPressClient
 
             self.runner.services.wordpress = WordPressClient.from_settings(settings)
+        self.undoer = Undo(database, self.registry, self.runner.services, now)
 
     @classmethod
     async def open(
@@ -328,6 +332,15 @@ class Service:
         )
         self._queued(decided.run_id)
         return decided
+
+    async def ledger(self, run_id: str) -> list[LedgerEntry]:
+        """The run's write and destructive steps: intent, outcome, snapshot, undo state."""
+        await self.run(run_id)
+        async with self.database.read() as conn:
+            return await ledger_store.list_entries(conn, run_id)
+
+    async def undo(self, entry_id: int, *, by: str | None) -> dict[str, Any]:
+        return await self.undoer.undo(entry_id, by=by)
 
     async def run(self, run_id: str) -> RunRecord:
         async with self.database.read() as conn:

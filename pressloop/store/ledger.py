@@ -103,3 +103,24 @@ async def list_entries(conn: AsyncConnection, run_id: str) -> list[LedgerEntry]:
         )
     ).all()
     return [_entry(r) for r in rows]
+
+
+async def claim_undo(conn: AsyncConnection, entry_id: int) -> bool:
+    """Mark a done step as being undone; False if it is not done or already undone (so one
+    step is never reversed twice, whoever asks at the same time)."""
+    done = await conn.execute(
+        sa.update(action_ledger)
+        .where(
+            action_ledger.c.id == entry_id,
+            action_ledger.c.status == "done",
+            action_ledger.c.undo_state.is_(None),
+        )
+        .values(undo_state="undoing")
+    )
+    return done.rowcount == 1
+
+
+async def set_undo_state(conn: AsyncConnection, entry_id: int, state: str | None) -> None:
+    await conn.execute(
+        sa.update(action_ledger).where(action_ledger.c.id == entry_id).values(undo_state=state)
+    )

@@ -1,0 +1,108 @@
+"""Undo: reverse a done `write` or reversible `destructive` step from its ledger snapshot.
+
+The reversal goes through the same policy as any action of that risk (a `deny` refuses it), is
+done at most once per step (the ledger row is claimed first), and is recorded as an event on the
+run that made the change, so the run's timeline shows it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from pressloop.actions.registry import ActionServices, Registry
+from pressloop.contracts import (
+    FINAL_RUN_STATUSES,
+    Event,
+    EventType,
+    PolicyMode,
+    Risk,
+    RunStatus,
+    StepStatus,
+    Trigger,
+)
+from pressloop.errors import ActionError, Conflict, NotFound
+from pressloop.policy import resolve_policy
+from pressloop.runtime.clock import Now
+from pressloop.store import events as event_store
+from pressloop.store import ledger as ledger_store
+from pressloop.store.db import Database
+from pressloop.store.schema import runs
+
+
+class Undo:
+    def __init__(
+        self, database: Database, registry: Registry, services: ActionServices, now: Now
+    ) -> None:
+        self.database = database
+        self.registry = registry
+        self.services = services
+        self.now = now
+
+    async def _run_status(self, run_id: str) -> RunStatus:
+        async with self.database.read() as conn:
+            status = (
+                await conn.execute(sa.select(runs.c.status).where(runs.c.id == run_id))
+            ).scalar_one()
+        return RunStatus(status)
+
+    async def undo(self, entry_id: int, *, by: str | None) -> dict[str, Any]:
+        async with self.database.read() as conn:
+            entry = await ledger_store.get_entry_by_id(conn, entry_id)
+        if entry is None:
+            raise NotFound(f"ledger entry {entry_id} does not exist")
+        spec = self.registry.get(entry.action)
+        if spec is None or spec.undo is None:
+            raise Conflict(f"{entry.action} cannot be undone")
+        run_status = await self._run_status(entry.run_id)
+        if run_status not in FINAL_RUN_STATUSES:
+            raise Conflict(f"run {entry.run_id} is {run_status.value}; undo once it has ended")
+        if entry.outcome is None or entry.outcome.status is not StepStatus.SUCCEEDED:
+            raise Conflict(f"step {entry.step_index} of run {entry.run_id} did not succeed")
+        policy = resolve_policy(Trigger.API)
+        if policy.mode_for(Risk(entry.risk)) is PolicyMode.DENY:
+            raise Conflict(f"the policy forbids {entry.risk} actions such as undoing {spec.name}")
+        async with self.database.write() as conn:
+            if not await ledger_store.claim_undo(conn, entry_id):
+                raise Conflict(f"step {entry.step_index} of run {entry.run_id} is already undone")
+        try:
+            result = await spec.undo(entry.snapshot, entry.outcome.data, self.services)
+        except ActionError as failure:
+            async with self.database.write() as conn:
+                await ledger_store.set_undo_state(conn, entry_id, None)  # may be tried again
+            raise Conflict(f"undo of {spec.name} failed: {failure.message}") from failure
+        async with self.database.write() as conn:
+            await ledger_store.set_undo_state(conn, entry_id, "undone")
+            seq = (
+                await conn.execute(
+                    sa.update(runs)
+                    .where(runs.c.id == entry.run_id)
+                    .values(event_seq=runs.c.event_seq + 1)
+                    .returning(runs.c.event_seq)
+                )
+            ).scalar_one()
+            await event_store.append_events(
+                conn,
+                [
+                    Event(
+                        run_id=entry.run_id,
+                        thread_id=entry.thread_id,
+                        seq=seq,
+                        type=EventType.RESULT,
+                        ts=self.now(),
+                        data={
+                            "index": entry.step_index,
+                            "status": "undone",
+                            "message": f"undone by {by or 'someone'}: {result.summary}",
+                            "ledger_id": entry_id,
+                        },
+                    )
+                ],
+            )
+        return {
+            "ledger_id": entry_id,
+            "action": entry.action,
+            "undone": True,
+            "summary": result.summary,
+        }
