@@ -1,0 +1,14 @@
+"""The content part of the WordPress action pack: posts and pages, categories and tags.
+
+Posts and pages live in `posts`, categories and tags in `terms`; this module gathers them.
+"""
+
+from __future__ import annotations
+
+from pressloop.actions.registry import ActionSpec
+from pressloop.actions.wordpress.posts import POST_ACTIONS, blocks
+from pressloop.actions.wordpress.terms import TERM_ACTIONS
+
+CONTENT_ACTIONS: tuple[ActionSpec, ...] = (*POST_ACTIONS, *TERM_ACTIONS)
+
+__all__ = ["CONTENT_ACTIONS", "POST_ACTIONS", "TERM_ACTIONS", "blocks"]

@@ -1,0 +1,525 @@
+"""Post and page actions: list, get, create (Gutenberg blocks), update, publish, trash, delete.
+
+One implementation for both post types: every action takes `type` ("post" or "page", default
+"post"), so the model learns one set of names. Content is Gutenberg block markup; plain text or
+bare HTML is wrapped into blocks (`blocks()`), so what the agent writes edits cleanly.
+
+Undo: creates delete what they made; update, publish and trash put back the fields read before
+(the snapshot kept with the ledger intent). `delete_post` removes a post for good: no undo.
+
+Reconcile (a create interrupted after WordPress acted, before the ledger stored the outcome): the
+REST API cannot store the step's identity on the post without `register_meta` on the site, so a
+create is found again by what it wrote: the newest post of that type whose raw title, raw content
+and status are exactly the ones asked for, modified within `RECONCILE_WINDOW`. Two identical posts
+made within the window by different steps are indistinguishable, which only matters if the agent
+deliberately creates duplicates.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
+from pressloop.actions.wordpress.client import WordPressClient
+from pressloop.actions.wordpress.common import rendered, site
+from pressloop.contracts import ActionContext, Risk
+from pressloop.errors import ActionError
+
+PostType = Literal["post", "page"]
+Status = Literal["draft", "publish", "pending", "private"]
+ListStatus = Literal["any", "publish", "draft", "pending", "private", "future", "trash"]
+
+RECONCILE_WINDOW = timedelta(hours=24)
+CONTENT_LIMIT = 20_000  # characters of content shown to the model by get_post
+_ROUTES = {"post": "/wp/v2/posts", "page": "/wp/v2/pages"}
+_LIVE = "publish,future,draft,pending,private"
+
+TypeArg = Annotated[PostType, Field(description='"post" for blog posts, "page" for pages.')]
+IdArg = Annotated[int, Field(gt=0, description="The post or page id (from list_posts).")]
+_CONTENT_HELP = (
+    "The body as Gutenberg block markup (<!-- wp:paragraph --><p>...</p><!-- /wp:paragraph "
+    "-->). Plain text is accepted: paragraphs separated by blank lines become paragraph blocks."
+)
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ListPostsParams(_Params):
+    type: TypeArg = "post"
+    search: str = Field(default="", max_length=200, description="Words to look for.")
+    status: ListStatus = Field(default="any", description='"any" = every status except trash.')
+    categories: list[int] = Field(
+        default_factory=list, max_length=20, description="Only posts in these category ids."
+    )
+    per_page: int = Field(default=10, ge=1, le=50, description="How many per page (at most 50).")
+    page: int = Field(default=1, ge=1, description="Which page of results, from 1.")
+
+
+class GetPostParams(_Params):
+    type: TypeArg = "post"
+    id: IdArg
+
+
+class CreatePostParams(_Params):
+    type: TypeArg = "post"
+    title: str = Field(min_length=1, max_length=500, description="The title.")
+    content: str = Field(default="", max_length=200_000, description=_CONTENT_HELP)
+    status: Status = Field(
+        default="draft", description="draft (default), publish, pending, private."
+    )
+    excerpt: str | None = Field(default=None, max_length=2000, description="A short summary.")
+    categories: list[int] | None = Field(
+        default=None, max_length=20, description="Category ids (posts only; list_categories)."
+    )
+    tags: list[int] | None = Field(
+        default=None, max_length=50, description="Tag ids (posts only; list_tags)."
+    )
+
+
+class UpdatePostParams(_Params):
+    type: TypeArg = "post"
+    id: IdArg
+    title: str | None = Field(default=None, min_length=1, max_length=500, description="New title.")
+    content: str | None = Field(default=None, max_length=200_000, description=_CONTENT_HELP)
+    excerpt: str | None = Field(default=None, max_length=2000, description="New excerpt.")
+    status: Status | None = Field(default=None, description="New status.")
+    categories: list[int] | None = Field(
+        default=None, max_length=20, description="Category ids; replaces the current ones."
+    )
+    tags: list[int] | None = Field(
+        default=None, max_length=50, description="Tag ids; replaces the current ones."
+    )
+
+
+class PostRefParams(_Params):
+    type: TypeArg = "post"
+    id: IdArg
+
+
+# -- block markup ---------------------------------------------------------------------------------
+
+_BLOCK = re.compile(r"<!--\s*wp:")
+_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
+_HEADING = re.compile(r"^<h([1-6])(\s[^>]*)?>(.*)</h\1>$", re.DOTALL | re.IGNORECASE)
+_PARAGRAPH = re.compile(r"^<p(\s[^>]*)?>(.*)</p>$", re.DOTALL | re.IGNORECASE)
+_BLOCK_HTML = re.compile(
+    r"^<(div|ul|ol|table|figure|blockquote|pre|section|iframe|hr|img|form|script|style)\b",
+    re.IGNORECASE,
+)
+
+
+def blocks(content: str) -> str:
+    """Block markup as given; plain text or bare HTML wrapped into blocks: paragraphs (split at
+    blank lines; single newlines become <br>), <h1>-<h6> headings, other block-level HTML as a
+    Custom HTML block. Text without any tags is HTML-escaped."""
+    if not content.strip() or _BLOCK.search(content):
+        return content
+    out = []
+    for chunk in re.split(r"\n\s*\n", content.strip()):
+        chunk = chunk.strip()
+        if not chunk:
+            continue
+        if heading := _HEADING.match(chunk):
+            level = int(heading.group(1))
+            attrs = "" if level == 2 else f' {{"level":{level}}}'
+            out.append(
+                f"<!-- wp:heading{attrs} -->\n<h{level}>{heading.group(3).strip()}</h{level}>\n"
+                "<!-- /wp:heading -->"
+            )
+        elif _BLOCK_HTML.match(chunk):
+            out.append(f"<!-- wp:html -->\n{chunk}\n<!-- /wp:html -->")
+        else:
+            if paragraph := _PARAGRAPH.match(chunk):
+                chunk = paragraph.group(2).strip()
+            elif not _TAG.search(chunk):
+                chunk = html.escape(chunk, quote=False)
+            inner = "<br>".join(line.strip() for line in chunk.splitlines())
+            out.append(f"<!-- wp:paragraph -->\n<p>{inner}</p>\n<!-- /wp:paragraph -->")
+    return "\n\n".join(out)
+
+
+# -- reading posts --------------------------------------------------------------------------------
+
+
+def _route(kind: str, post_id: int | None = None) -> str:
+    return _ROUTES[kind] if post_id is None else f"{_ROUTES[kind]}/{post_id}"
+
+
+def _no_terms_on_pages(kind: str, categories: Any, tags: Any) -> None:
+    if kind == "page" and (categories is not None or tags is not None):
+        raise ActionError("pages have no categories or tags: leave them out for a page")
+
+
+async def fetch(client: WordPressClient, kind: str, post_id: int) -> dict[str, Any]:
+    """The post in edit context, or a clear error naming what was not found."""
+    try:
+        found = await client.get(_route(kind, post_id))
+    except ActionError as error:
+        if "rest_post_invalid_id" not in error.message:
+            raise
+        other = "page" if kind == "post" else "post"
+        raise ActionError(
+            f"there is no {kind} with id {post_id} (if it is a {other}, use type "
+            f'"{other}"; list_posts finds ids)'
+        ) from error
+    if not isinstance(found, dict):
+        raise ActionError(f"WordPress answered GET {_route(kind, post_id)} with no post")
+    return found
+
+
+def brief(post: dict[str, Any]) -> dict[str, Any]:
+    """What the model needs to act on a post, without its body."""
+    out = {
+        "id": post.get("id"),
+        "type": post.get("type"),
+        "title": rendered(post.get("title")),
+        "status": post.get("status"),
+        "date": post.get("date"),
+        "modified": post.get("modified"),
+        "link": post.get("link"),
+    }
+    for terms in ("categories", "tags"):
+        if terms in post:
+            out[terms] = post[terms]
+    return out
+
+
+def full(post: dict[str, Any]) -> dict[str, Any]:
+    content = rendered(post.get("content")) or ""
+    out = {**brief(post), "excerpt": rendered(post.get("excerpt")) or ""}
+    out["content"] = content[:CONTENT_LIMIT]
+    if len(content) > CONTENT_LIMIT:
+        out["content_truncated_at"] = CONTENT_LIMIT
+    return out
+
+
+def _label(post: dict[str, Any]) -> str:
+    return f"{post.get('type', 'post')} #{post.get('id')} {rendered(post.get('title'))!r}"
+
+
+async def list_posts(
+    params: ListPostsParams, context: ActionContext, services: ActionServices
+) -> ActionResult:
+    query: dict[str, Any] = {
+        "per_page": params.per_page,
+        "page": params.page,
+        "status": _LIVE if params.status == "any" else params.status,
+        "orderby": "date" if not params.search else "relevance",
+        "order": "desc",
+    }
+    if params.search:
+        query["search"] = params.search
+    if params.categories:
+        _no_terms_on_pages(params.type, params.categories, None)
+        query["categories"] = params.categories
+    response = await site(services).request("GET", _route(params.type), params=query)
+    items = [brief(p) for p in response.data or []]
+    total = response.total if response.total is not None else len(items)
+    return ActionResult(
+        content={"total": total, "page": params.page, params.type + "s": items},
+        summary=f"listed {len(items)} of {total} {params.type}s",
+        untrusted=True,
+    )
+
+
+async def get_post(
+    params: GetPostParams, context: ActionContext, services: ActionServices
+) -> ActionResult:
+    post = await fetch(site(services), params.type, params.id)
+    return ActionResult(content=full(post), summary=f"read {_label(post)}", untrusted=True)
+
+
+# -- create ---------------------------------------------------------------------------------------
+
+
+def _create_body(params: CreatePostParams) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "title": params.title,
+        "content": blocks(params.content),
+        "status": params.status,
+    }
+    if params.excerpt is not None:
+        body["excerpt"] = params.excerpt
+    for terms in ("categories", "tags"):
+        if (value := getattr(params, terms)) is not None:
+            body[terms] = value
+    return body
+
+
+async def create_post(
+    params: CreatePostParams, context: ActionContext, services: ActionServices
+) -> ActionResult:
+    _no_terms_on_pages(params.type, params.categories, params.tags)
+    post = await site(services).post(_route(params.type), json=_create_body(params))
+    return ActionResult(content=brief(post), summary=f"created {_label(post)} ({post['status']})")
+
+
+async def find_created_post(
+    params: CreatePostParams, context: ActionContext, services: ActionServices
+) -> ActionResult | None:
+    """The post an interrupted attempt of this create made, if any (see the module's notes)."""
+    client = site(services)
+    body = _create_body(params)
+    # WordPress's search reads "-word" as "without word", so the newest posts are looked at too.
+    query: dict[str, Any] = {"status": _LIVE, "order": "desc", "per_page": 20}
+    candidates = [
+        *(await client.get(_route(params.type), {**query, "search": params.title})),
+        *(await client.get(_route(params.type), {**query, "orderby": "modified"})),
+    ]
+    since = datetime.now(UTC) - RECONCILE_WINDOW
+    for post in candidates:
+        modified = datetime.fromisoformat(post.get("modified_gmt") or "1970-01-01T00:00:00")
+        if (
+            rendered(post.get("title")) == body["title"]
+            and (rendered(post.get("content")) or "") == body["content"]
+            and post.get("status") in (body["status"], "future")
+            and modified.replace(tzinfo=UTC) >= since
+        ):
+            found = brief(post)
+            return ActionResult(content=found, summary=f"created {_label(post)} (found again)")
+    return None
+
+
+async def delete_created_post(snapshot: Any, result: Any, services: ActionServices) -> ActionResult:
+    if not isinstance(result, dict) or not result.get("id"):
+        raise ActionError("cannot undo: the created post's id is not known")
+    kind = result.get("type") or "post"
+    await site(services).delete(_route(kind, int(result["id"])), {"force": True})
+    return ActionResult(
+        content={"deleted": result["id"], "type": kind},
+        summary=f"undone: deleted the created {kind} #{result['id']}",
+    )
+
+
+# -- update and publish ---------------------------------------------------------------------------
+
+_FIELDS = ("title", "content", "excerpt", "status", "categories", "tags")
+
+
+def _changes(params: UpdatePostParams) -> dict[str, Any]:
+    changes = {name: getattr(params, name) for name in _FIELDS if getattr(params, name) is not None}
+    if "content" in changes:
+        changes["content"] = blocks(changes["content"])
+    return changes
+
+
+def _fields(post: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    return {name: rendered(post.get(name)) for name in names}
+
+
+async def update_snapshot(
+    params: UpdatePostParams, context: ActionContext, services: ActionServices
+) -> dict[str, Any]:
+    changes = _changes(params)
+    if not changes:
+        raise ActionError("nothing to change: give at least one of " + ", ".join(_FIELDS))
+    _no_terms_on_pages(params.type, params.categories, params.tags)
+    post = await fetch(site(services), params.type, params.id)
+    return {"type": params.type, "id": params.id, "fields": _fields(post, list(changes))}
+
+
+async def update_preview(
+    params: UpdatePostParams, context: ActionContext, services: ActionServices
+) -> dict[str, Any]:
+    before = (await update_snapshot(params, context, services))["fields"]
+    return {"before": before, "after": _changes(params)}
+
+
+async def update_post(
+    params: UpdatePostParams, context: ActionContext, services: ActionServices
+) -> ActionResult:
+    changes = _changes(params)
+    if not changes:
+        raise ActionError("nothing to change: give at least one of " + ", ".join(_FIELDS))
+    _no_terms_on_pages(params.type, params.categories, params.tags)
+    client = site(services)
+    await fetch(client, params.type, params.id)  # a clear error for an id that is not there
+    post = await client.post(_route(params.type, params.id), json=changes, idempotent=True)
+    return ActionResult(
+        content={**brief(post), "changed": sorted(changes)},
+        summary=f"updated {', '.join(sorted(changes))} of {_label(post)}",
+    )
+
+
+async def restore_fields(snapshot: Any, result: Any, services: ActionServices) -> ActionResult:
+    """Undo for update, publish and trash: write back the fields read before."""
+    if not isinstance(snapshot, dict) or not snapshot.get("fields"):
+        raise ActionError("cannot undo: no snapshot of the fields before the change")
+    kind, post_id = snapshot["type"], int(snapshot["id"])
+    fields = dict(snapshot["fields"])
+    post = await site(services).post(_route(kind, post_id), json=fields, idempotent=True)
+    return ActionResult(
+        content={**brief(post), "restored": sorted(fields)},
+        summary=f"undone: restored {', '.join(sorted(fields))} of {_label(post)}",
+    )
+
+
+def _status_fields(post: dict[str, Any], *names: str) -> dict[str, Any]:
+    return {"type": post.get("type"), "id": post.get("id"), "title": rendered(post.get("title")),
+            "fields": {name: post.get(name) for name in names}}  # fmt: skip
+
+
+async def status_snapshot(
+    params: PostRefParams, context: ActionContext, services: ActionServices
+) -> dict[str, Any]:
+    return _status_fields(await fetch(site(services), params.type, params.id), "status")
+
+
+async def trash_snapshot(
+    params: PostRefParams, context: ActionContext, services: ActionServices
+) -> dict[str, Any]:
+    # Trashing appends "__trashed" to the slug. WordPress 6.1 puts the old slug back when the
+    # status leaves the trash; undo also writes it back explicitly, so the link survives anyway.
+    post = await fetch(site(services), params.type, params.id)
+    return _status_fields(post, "status", "slug")
+
+
+async def publish_preview(
+    params: PostRefParams, context: ActionContext, services: ActionServices
+) -> dict[str, Any]:
+    before = await status_snapshot(params, context, services)
+    return {
+        "before": {"title": before["title"], "status": before["fields"]["status"]},
+        "after": {"title": before["title"], "status": "publish"},
+    }
+
+
+async def publish_post(
+    params: PostRefParams, context: ActionContext, services: ActionServices
+) -> ActionResult:
+    client = site(services)
+    current = await fetch(client, params.type, params.id)
+    if current.get("status") == "trash":
+        raise ActionError(f"{_label(current)} is in the trash: restore it before publishing")
+    post = await client.post(
+        _route(params.type, params.id), json={"status": "publish"}, idempotent=True
+    )
+    return ActionResult(content=brief(post), summary=f"published {_label(post)}")
+
+
+# -- trash and delete -----------------------------------------------------------------------------
+
+
+async def trash_preview(
+    params: PostRefParams, context: ActionContext, services: ActionServices
+) -> dict[str, Any]:
+    before = await status_snapshot(params, context, services)
+    return {
+        "before": {"title": before["title"], "status": before["fields"]["status"]},
+        "after": {"title": before["title"], "status": "trash"},
+    }
+
+
+async def trash_post(
+    params: PostRefParams, context: ActionContext, services: ActionServices
+) -> ActionResult:
+    client = site(services)
+    current = await fetch(client, params.type, params.id)
+    if current.get("status") == "trash":
+        raise ActionError(f"{_label(current)} is already in the trash")
+    post = await client.delete(_route(params.type, params.id))
+    return ActionResult(content=brief(post), summary=f"moved {_label(post)} to the trash")
+
+
+async def delete_preview(
+    params: PostRefParams, context: ActionContext, services: ActionServices
+) -> dict[str, Any]:
+    post = await fetch(site(services), params.type, params.id)
+    return {"before": brief(post), "after": None}
+
+
+async def delete_post(
+    params: PostRefParams, context: ActionContext, services: ActionServices
+) -> ActionResult:
+    client = site(services)
+    await fetch(client, params.type, params.id)
+    answer = await client.delete(_route(params.type, params.id), {"force": True})
+    previous = answer.get("previous", {}) if isinstance(answer, dict) else {}
+    return ActionResult(
+        content={
+            "deleted": True,
+            "id": params.id,
+            "type": params.type,
+            "title": rendered(previous.get("title")),
+        },  # fmt: skip
+        summary=f"deleted {params.type} #{params.id} permanently",
+    )
+
+
+_TYPE_NOTE = ' Set type "page" for pages.'
+
+POST_ACTIONS: tuple[ActionSpec, ...] = (
+    ActionSpec(
+        name="list_posts",
+        description="List or search posts (or pages) with their id, title, status and link."
+        + _TYPE_NOTE,
+        params=ListPostsParams,
+        risk=Risk.READ,
+        handler=list_posts,
+    ),
+    ActionSpec(
+        name="get_post",
+        description="Read one post (or page) by id, with its raw block content and excerpt."
+        + _TYPE_NOTE,
+        params=GetPostParams,
+        risk=Risk.READ,
+        handler=get_post,
+    ),
+    ActionSpec(
+        name="create_post",
+        description="Create a post (or page); a draft unless status says otherwise. Content is "
+        "Gutenberg block markup or plain text." + _TYPE_NOTE,
+        params=CreatePostParams,
+        risk=Risk.WRITE,
+        handler=create_post,
+        reconcile=find_created_post,
+        undo=delete_created_post,
+    ),
+    ActionSpec(
+        name="update_post",
+        description="Change a post's (or page's) title, content, excerpt, status, categories or "
+        "tags; only the fields given change." + _TYPE_NOTE,
+        params=UpdatePostParams,
+        risk=Risk.WRITE,
+        handler=update_post,
+        snapshot=update_snapshot,
+        preview=update_preview,
+        undo=restore_fields,
+    ),
+    ActionSpec(
+        name="publish_post",
+        description="Publish a draft or pending post (or page) now." + _TYPE_NOTE,
+        params=PostRefParams,
+        risk=Risk.WRITE,
+        handler=publish_post,
+        snapshot=status_snapshot,
+        preview=publish_preview,
+        undo=restore_fields,
+    ),
+    ActionSpec(
+        name="trash_post",
+        description="Move a post (or page) to the trash; it can be restored." + _TYPE_NOTE,
+        params=PostRefParams,
+        risk=Risk.DESTRUCTIVE,
+        handler=trash_post,
+        snapshot=trash_snapshot,
+        preview=trash_preview,
+        undo=restore_fields,
+    ),
+    ActionSpec(
+        name="delete_post",
+        description="Delete a post (or page) permanently, skipping the trash. Cannot be undone; "
+        "prefer trash_post." + _TYPE_NOTE,
+        params=PostRefParams,
+        risk=Risk.DESTRUCTIVE,
+        handler=delete_post,
+        preview=delete_preview,
+    ),
+)
