@@ -1,0 +1,273 @@
+"""User actions: list, get, create, update (roles and deletion are in `user_roles`).
+
+A user is named by exactly one of id, email or login (`UserRef`). WordPress's `search` is a
+wildcard match over several columns, so finding by email or login filters the answer exactly.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
+from pressloop.actions.wordpress.client import WordPressClient
+from pressloop.actions.wordpress.common import site
+from pressloop.contracts import ActionContext, Risk
+from pressloop.errors import ActionError
+
+
+class UserRef(BaseModel):
+    """Exactly one of id, email or login names the user."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: int | None = Field(default=None, ge=1, description="The user's id.")
+    email: str | None = Field(default=None, min_length=3, description="The user's email.")
+    login: str | None = Field(default=None, min_length=1, description="The user's login name.")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Self:
+        named = [k for k in ("id", "email", "login") if getattr(self, k) is not None]
+        if len(named) != 1:
+            raise ValueError(
+                "name the user by exactly one of id, email or login"
+                + (f" (got {', '.join(named)})" if named else " (none given)")
+            )
+        return self
+
+    def label(self) -> str:
+        return f"id {self.id}" if self.id is not None else f"{self.email or self.login!r}"
+
+
+class ListUsersParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    role: str | None = Field(default=None, description="Only users with this role slug.")
+    search: str | None = Field(default=None, description="Words in login, email or name.")
+    per_page: int = Field(default=20, ge=1, le=100, description="How many users per page.")
+    page: int = Field(default=1, ge=1, description="Which page of results.")
+
+
+class CreateUserParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    username: str = Field(min_length=1, max_length=60, description="The login name.")
+    email: str = Field(min_length=3, description="The user's email address.")
+    password: str | None = Field(
+        default=None, min_length=8, description="Password; a strong random one if omitted."
+    )
+    role: str = Field(
+        default="subscriber",
+        pattern=r"^[a-z0-9_-]{1,60}$",
+        description="Role slug (not administrator: use set_user_role for that).",
+    )
+    name: str | None = Field(default=None, description="Display name.")
+    first_name: str | None = None
+    last_name: str | None = None
+    url: str | None = Field(default=None, description="The user's website.")
+    description: str | None = Field(default=None, description="Biographical info.")
+
+
+class UpdateUserParams(UserRef):
+    """The user, then the profile fields to change (roles are set with set_user_role)."""
+
+    new_email: str | None = Field(default=None, min_length=3, description="A new email.")
+    name: str | None = Field(default=None, description="New display name.")
+    first_name: str | None = None
+    last_name: str | None = None
+    nickname: str | None = None
+    url: str | None = Field(default=None, description="New website address.")
+    description: str | None = Field(default=None, description="New biographical info.")
+
+    def changes(self) -> dict[str, Any]:
+        fields = self.model_dump(exclude_none=True, exclude={"id", "email", "login"})
+        if "new_email" in fields:
+            fields["email"] = fields.pop("new_email")
+        return fields
+
+    @model_validator(mode="after")
+    def _something(self) -> Self:
+        if not self.changes():
+            raise ValueError("give at least one field to change")
+        return self
+
+
+def compact(user: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": user["id"],
+        "login": user.get("username"),
+        "email": user.get("email"),
+        "name": user.get("name"),
+        "roles": user.get("roles", []),
+        "registered": user.get("registered_date"),
+    }
+
+
+async def me(wp: WordPressClient) -> dict[str, Any]:
+    """The user Pressloop acts as."""
+    found: dict[str, Any] = await wp.get("/wp/v2/users/me")
+    return found
+
+
+async def search_user(wp: WordPressClient, term: str, key: str) -> dict[str, Any] | None:
+    found = await wp.get("/wp/v2/users", {"search": term, "per_page": 100})
+    for user in found:
+        if str(user.get(key, "")).lower() == term.lower():
+            return dict(user)
+    return None
+
+
+async def find_user(wp: WordPressClient, ref: UserRef) -> dict[str, Any]:
+    """The user that `ref` names, or an ActionError saying nobody matches."""
+    if ref.id is not None:
+        user: dict[str, Any] = await wp.get(f"/wp/v2/users/{ref.id}")
+        return user
+    found = await (
+        search_user(wp, ref.email, "email")
+        if ref.email
+        else search_user(wp, ref.login or "", "username")
+    )
+    if found is None:
+        raise ActionError(f"no user with {'email' if ref.email else 'login'} {ref.label()}")
+    return found
+
+
+async def list_users(
+    params: ListUsersParams, _context: ActionContext, services: ActionServices
+) -> ActionResult:
+    query: dict[str, Any] = {"per_page": params.per_page, "page": params.page}
+    if params.role:
+        query["roles"] = params.role
+    if params.search:
+        query["search"] = params.search
+    response = await site(services).request(
+        "GET", "/wp/v2/users", params=query | {"context": "edit"}
+    )
+    users = [compact(u) for u in response.data]
+    total = response.total if response.total is not None else len(users)
+    return ActionResult(
+        content={"users": users, "total": total}, summary=f"{len(users)} of {total} users"
+    )
+
+
+async def get_user(params: UserRef, _c: ActionContext, services: ActionServices) -> ActionResult:
+    user = compact(await find_user(site(services), params))
+    return ActionResult(content=user, summary=f"user #{user['id']} {user['login']}")
+
+
+async def create_user(
+    params: CreateUserParams, _c: ActionContext, services: ActionServices
+) -> ActionResult:
+    if params.role == "administrator":
+        raise ActionError(
+            "create_user does not make administrators: create the user, then set_user_role "
+            "(which a person approves)"
+        )
+    body = params.model_dump(exclude_none=True, exclude={"role", "password"})
+    body["roles"] = [params.role]
+    body["password"] = params.password or secrets.token_urlsafe(24)
+    user = compact(await site(services).post("/wp/v2/users", body))
+    if params.password is None:
+        user["password"] = "random, not shown: the user can reset it from the login page"
+    return ActionResult(content=user, summary=f"created user #{user['id']} {user['login']}")
+
+
+async def user_created(
+    params: CreateUserParams, _c: ActionContext, services: ActionServices
+) -> ActionResult | None:
+    wp = site(services)
+    found = await search_user(wp, params.username, "username") or await search_user(
+        wp, params.email, "email"
+    )
+    if found is None:
+        return None
+    user = compact(found)
+    return ActionResult(content=user, summary=f"created user #{user['id']} {user['login']}")
+
+
+async def undo_create_user(
+    _snapshot: Any, data: dict[str, Any], services: ActionServices
+) -> ActionResult:
+    wp = site(services)
+    admin = await me(wp)
+    await wp.delete(f"/wp/v2/users/{data['id']}", {"force": True, "reassign": admin["id"]})
+    return ActionResult(
+        content={"deleted": data["id"], "reassigned_to": admin["id"]},
+        summary=f"undid create_user: deleted user #{data['id']}",
+    )
+
+
+async def _profile(params: UpdateUserParams, services: ActionServices) -> dict[str, Any]:
+    user = await find_user(site(services), params)
+    return {"id": user["id"], "fields": {k: user.get(k) for k in params.changes()}}
+
+
+async def update_user_preview(
+    params: UpdateUserParams, _c: ActionContext, services: ActionServices
+) -> dict[str, Any]:
+    before = await _profile(params, services)
+    return {"user": before["id"], "before": before["fields"], "after": params.changes()}
+
+
+async def update_user_snapshot(
+    params: UpdateUserParams, _c: ActionContext, services: ActionServices
+) -> dict[str, Any]:
+    return await _profile(params, services)
+
+
+async def update_user(
+    params: UpdateUserParams, _c: ActionContext, services: ActionServices
+) -> ActionResult:
+    wp = site(services)
+    user = await find_user(wp, params)
+    changes = params.changes()
+    updated = compact(await wp.post(f"/wp/v2/users/{user['id']}", changes, idempotent=True))
+    return ActionResult(
+        content=updated, summary=f"updated user #{updated['id']}: {', '.join(changes)}"
+    )
+
+
+async def restore_user(
+    snapshot: dict[str, Any], _data: Any, services: ActionServices
+) -> ActionResult:
+    body = {k: v if v is not None else "" for k, v in snapshot["fields"].items()}
+    restored = await site(services).post(f"/wp/v2/users/{snapshot['id']}", body, idempotent=True)
+    return ActionResult(
+        content=compact(restored), summary=f"restored user #{snapshot['id']}: {', '.join(body)}"
+    )
+
+
+USER_ACTIONS = (
+    ActionSpec(
+        name="list_users",
+        description="List the site's users (id, login, email, name, roles), by role or search.",
+        params=ListUsersParams,
+        risk=Risk.READ,
+        handler=list_users,
+    ),
+    ActionSpec(
+        name="get_user",
+        description="Get one user by exactly one of id, email or login.",
+        params=UserRef,
+        risk=Risk.READ,
+        handler=get_user,
+    ),
+    ActionSpec(
+        name="create_user",
+        description="Create a user (default role subscriber; a random password if none given).",
+        params=CreateUserParams,
+        risk=Risk.WRITE,
+        handler=create_user,
+        reconcile=user_created,
+        undo=undo_create_user,
+    ),
+    ActionSpec(
+        name="update_user",
+        description="Change a user's profile (email, names, url, bio); not the role.",
+        params=UpdateUserParams,
+        risk=Risk.WRITE,
+        handler=update_user,
+        preview=update_user_preview,
+        snapshot=update_user_snapshot,
+        undo=restore_user,
+    ),
+)
