@@ -93,7 +93,9 @@ class Service:
         self.now = now
         self.bus = EventBus()
         self.registry = Registry(
-            actions if actions is not None else default_actions(settings.action_packs)
+            actions
+            if actions is not None
+            else default_actions(settings.action_packs, wordpress=bool(settings.wp_url))
         )
         self.runner = Runner(
             database=database,
@@ -469,9 +471,14 @@ class Service:
             await conn.execute(sa.select(1))
 
 
-def default_actions(packs: str = "") -> list[ActionSpec]:
-    """The built-in actions, plus the packs named in PRESSLOOP_ACTION_PACKS."""
+def default_actions(packs: str = "", *, wordpress: bool = False) -> list[ActionSpec]:
+    """The built-in actions, the WordPress pack when a site is configured, and the packs named
+    in PRESSLOOP_ACTION_PACKS."""
     actions: list[ActionSpec] = [*MEMORY_ACTIONS, *SPAWN_ACTIONS]
+    if wordpress:
+        from pressloop.actions.wordpress import WORDPRESS_ACTIONS
+
+        actions.extend(WORDPRESS_ACTIONS)
     for module_name in filter(None, (p.strip() for p in packs.split(","))):
         try:
             module = importlib.import_module(module_name)

@@ -1,0 +1,142 @@
+"""Chat turns acting on the real WordPress through the whole runtime (SQLite): approvals pause
+and resume, spawned runs are denied, undo restores the site."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pressloop.actions.wordpress.client import WordPressClient
+from pressloop.config import Settings
+from pressloop.contracts import RunStatus, StepStatus
+from pressloop.providers.scripted import ScriptedProvider
+from pressloop.runtime.service import Service
+from pressloop.wordpress.local_site import LocalSite
+
+Build = Callable[[list[dict[str, Any]]], Any]
+
+
+@pytest.fixture
+async def site_service(wordpress: LocalSite, tmp_path: Path) -> AsyncIterator[Build]:
+    services: list[Service] = []
+
+    async def build(script: list[dict[str, Any]]) -> Service:
+        provider = ScriptedProvider(script)
+        env = wordpress.settings_env()
+        settings = Settings(
+            data_dir=tmp_path,
+            provider="scripted",
+            wp_url=env["PRESSLOOP_WP_URL"],
+            wp_user=env["PRESSLOOP_WP_USER"],
+            wp_app_password=env["PRESSLOOP_WP_APP_PASSWORD"],
+        )
+        service = await Service.open(settings, provider=lambda: provider)
+        services.append(service)
+        return service
+
+    yield build
+    for service in services:
+        await service.close()
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+async def logins(client: WordPressClient) -> set[str]:
+    users = await client.get("/wp/v2/users", {"per_page": 100})
+    return {u["slug"] for u in users}
+
+
+async def make_user(client: WordPressClient, login: str) -> None:
+    await client.post(
+        "/wp/v2/users",
+        {"username": login, "email": f"{login}@example.test", "password": "S3cret-pass-123"},
+    )
+
+
+async def test_delete_user_waits_for_approval_then_the_loop_finishes(
+    site_service: Build, wordpress_client: WordPressClient
+) -> None:
+    await make_user(wordpress_client, "xavier")
+    service: Service = await site_service(
+        [
+            call("delete_user", login="xavier", reassign="admin"),
+            {"text": "Xavier has been deleted; his content went to admin."},
+        ]
+    )
+    thread = await service.create_thread()
+    paused = await service.run_now((await service.submit(thread.id, "delete user xavier")).run.id)
+    assert paused is not None and paused.status is RunStatus.WAITING_APPROVAL
+    assert "xavier" in await logins(wordpress_client)  # nothing happens before approval
+    (approval,) = await service.approvals.find(status="pending")
+    await service.decide(approval.id, approve=True, by="owner")
+    done = await service.run_now(paused.id)
+    assert done is not None and done.status is RunStatus.SUCCEEDED
+    assert "xavier" not in await logins(wordpress_client)
+    assert done.result is not None and "deleted" in done.result.assistant_text
+
+
+async def test_rejected_delete_leaves_the_user_and_tells_the_model(
+    site_service: Build, wordpress_client: WordPressClient
+) -> None:
+    await make_user(wordpress_client, "yvonne")
+    service: Service = await site_service(
+        [
+            call("delete_user", login="yvonne", reassign="admin"),
+            {"text": "I did not delete Yvonne."},
+        ]
+    )
+    thread = await service.create_thread()
+    paused = await service.run_now((await service.submit(thread.id, "delete yvonne")).run.id)
+    (approval,) = await service.approvals.find(status="pending")
+    await service.decide(approval.id, approve=False, by="owner", note="she is our editor")
+    done = await service.run_now(paused.id)  # type: ignore[union-attr]
+    assert done is not None and done.result is not None
+    assert done.result.steps[-1].status is StepStatus.REJECTED
+    assert "yvonne" in await logins(wordpress_client)
+
+
+async def test_a_spawned_run_is_denied_a_destructive_action(
+    site_service: Build, wordpress_client: WordPressClient
+) -> None:
+    await make_user(wordpress_client, "zoe")
+    service: Service = await site_service(
+        [
+            call("delete_user", login="zoe", reassign="admin"),
+            {"text": "Not allowed."},
+        ]
+    )
+    root = await service.create_thread()
+    spawned = await service.spawn(root.id, "delete zoe")
+    run = await service.run_now(spawned.run.id)
+    assert run is not None and run.result is not None
+    assert run.result.steps[0].status is StepStatus.DENIED
+    assert "zoe" in await logins(wordpress_client)
+
+
+async def test_undo_restores_a_posts_title_and_content(
+    site_service: Build, wordpress_client: WordPressClient
+) -> None:
+    post = await wordpress_client.post(
+        "/wp/v2/posts", {"title": "Original", "content": "First words", "status": "draft"}
+    )
+    service: Service = await site_service(
+        [
+            call("update_post", id=post["id"], title="Changed", content="Other words"),
+            {"text": "Updated."},
+        ]
+    )
+    thread = await service.create_thread()
+    run = await service.run_now((await service.submit(thread.id, "rewrite it")).run.id)
+    assert run is not None and run.status is RunStatus.SUCCEEDED
+    changed = await wordpress_client.get(f"/wp/v2/posts/{post['id']}")
+    assert changed["title"]["raw"] == "Changed"
+    (entry,) = await service.ledger(run.id)
+    await service.undo(entry.id, by="owner")
+    restored = await wordpress_client.get(f"/wp/v2/posts/{post['id']}")
+    assert restored["title"]["raw"] == "Original"
+    assert "First words" in restored["content"]["raw"]
