@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pressloop.actions.executor import Executor
 from pressloop.actions.registry import ActionServices, Registry
+from pressloop.actions.wordpress.site_context import CHANGES_CONTEXT, SiteContextCache
 from pressloop.config import Settings
 from pressloop.contracts import (
     FINAL_RUN_STATUSES,
@@ -27,6 +28,7 @@ from pressloop.contracts import (
     NextAction,
     Role,
     RunStatus,
+    StepStatus,
     Trigger,
     TurnRequest,
     TurnResult,
@@ -86,6 +88,7 @@ class Runner:
     # Told about runs this runner queued (a woken parent), so a worker can start them at once.
     on_queued: Callable[[str], None] | None = None
     sessions: dict[str, RunSession] = field(default_factory=dict)
+    site_context: SiteContextCache = field(default_factory=SiteContextCache)
 
     async def claim_many(self, limit: int) -> list[Claim]:
         async with self.database.write() as conn:
@@ -199,6 +202,8 @@ class Runner:
             return TurnResult(status=TurnStatus.FAILED, error=problem.info())
         async with self.database.read() as conn:
             deps = await self._deps(conn, run, provider, session)
+        if self.services.wordpress is not None:
+            deps.prompt.site_context = await self.site_context.text(self.services.wordpress)
         request = TurnRequest(
             thread_id=run.thread_id,
             run_id=run.id,
@@ -277,6 +282,10 @@ class Runner:
                 attempt = run.attempt + 1
             else:
                 status = RunStatus.DEAD
+        if any(
+            s.action in CHANGES_CONTEXT and s.status is StepStatus.SUCCEEDED for s in result.steps
+        ):
+            self.site_context.clear()
         checkpoint = session.last_checkpoint or _initial_checkpoint(run)
         transcript: list[Message] = []
         if status in FINAL_RUN_STATUSES and not _quiet_heartbeat(run, result):

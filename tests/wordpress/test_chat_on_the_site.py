@@ -140,3 +140,28 @@ async def test_undo_restores_a_posts_title_and_content(
     restored = await wordpress_client.get(f"/wp/v2/posts/{post['id']}")
     assert restored["title"]["raw"] == "Original"
     assert "First words" in restored["content"]["raw"]
+
+
+async def test_site_context_reaches_the_prompt_and_follows_changes(
+    site_service: Build, wordpress_client: WordPressClient
+) -> None:
+    service: Service = await site_service(
+        [
+            {"text": "Hello."},
+            call("activate_plugin", plugin="pressloop-test-plugin"),
+            {"text": "Activated."},
+            {"text": "It is active."},
+        ]
+    )
+    thread = await service.create_thread()
+    await service.run_now((await service.submit(thread.id, "hi")).run.id)
+    system = service.runner.provider().requests[0].system  # type: ignore[attr-defined]
+    site_part = system.split("## SITE_CONTEXT\n", 1)[1]
+    assert "Site: " in site_part and "Post types: " in site_part and "post" in site_part
+    assert "[pressloop-test-plugin] inactive" in site_part
+    assert "(active: twentytwentythree)" in site_part
+
+    await service.run_now((await service.submit(thread.id, "activate the test plugin")).run.id)
+    await service.run_now((await service.submit(thread.id, "is it active?")).run.id)
+    latest = service.runner.provider().requests[-1].system  # type: ignore[attr-defined]
+    assert "[pressloop-test-plugin] active" in latest
