@@ -26,8 +26,10 @@ services:
 	bash scripts/ensure-postgres.sh
 	bash scripts/ensure-wordpress.sh
 
-## run: start the API, admin UI, worker and scheduler on embedded defaults (SQLite)
+## run: start the API, worker and scheduler on embedded defaults (SQLite), and a local
+## WordPress to act on when PRESSLOOP_WP_URL is not set
 run: setup
+	bash scripts/ensure-wordpress.sh || echo "(no local WordPress: its packages could not be installed)"
 	$(VENV)/bin/pressloop db upgrade
 	$(VENV)/bin/pressloop serve
 

@@ -74,12 +74,18 @@ def main() -> None:
 def serve(
     host: Annotated[str | None, typer.Option(help="Address to listen on.")] = None,
     port: Annotated[int | None, typer.Option(help="Port to listen on.")] = None,
+    local_wordpress: Annotated[
+        bool,
+        typer.Option(help="With no PRESSLOOP_WP_URL, start a local WordPress to act on."),
+    ] = True,
 ) -> None:
     """Serve the HTTP API with an in-process worker and scheduler."""
     from pressloop.cli_serve import serve_api
 
     async def start() -> int:
-        return await serve_api(console, load_settings(), host=host, port=port)
+        return await serve_api(
+            console, load_settings(), host=host, port=port, wordpress=local_wordpress
+        )
 
     run_command(start())
 

@@ -7,13 +7,18 @@ import contextlib
 import os
 import signal
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import uvicorn
 from rich.console import Console
 
 from pressloop.api import create_app
 from pressloop.config import Settings
+from pressloop.errors import PressloopError
 from pressloop.runtime.service import Service
+
+if TYPE_CHECKING:
+    from pressloop.wordpress.local_site import LocalSite
 
 
 class Server(uvicorn.Server):
@@ -46,11 +51,48 @@ async def first_admin_token(service: Service, settings: Settings, console: Conso
     console.print(f"Admin token: [bold]{token}[/] (saved to {path})", soft_wrap=True)
 
 
+async def local_wordpress(
+    console: Console, settings: Settings
+) -> tuple[Settings, LocalSite | None]:
+    """With no PRESSLOOP_WP_URL, start (or restart) the site kept in DATA_DIR/wordpress, built
+    with the same recipe the tests use, so a newcomer has a site to try the agent on."""
+    if settings.wp_url:
+        return settings, None
+    from pressloop.wordpress.local_site import LocalSite
+
+    site = LocalSite(root=settings.data_dir.resolve() / "wordpress")
+    try:
+        await asyncio.to_thread(site.start)
+    except PressloopError as problem:
+        console.print(f"[yellow]No local WordPress:[/] {problem.message}", soft_wrap=True)
+        return settings, None
+    console.print(
+        f"Local WordPress: [bold]{site.url}[/] (wp-admin: {site.admin_user} / "
+        f"{site.admin_password}); set PRESSLOOP_WP_URL to use your own site",
+        soft_wrap=True,
+    )
+    return settings.model_copy(
+        update={
+            "wp_url": site.url,
+            "wp_user": site.admin_user,
+            "wp_app_password": site.app_password,
+        }
+    ), site
+
+
 async def serve_api(
-    console: Console, settings: Settings, *, host: str | None, port: int | None
+    console: Console,
+    settings: Settings,
+    *,
+    host: str | None,
+    port: int | None,
+    wordpress: bool = True,
 ) -> int:
     host = host or settings.host
     port = settings.port if port is None else port
+    site = None
+    if wordpress:
+        settings, site = await local_wordpress(console, settings)
     service = await Service.open(settings)
     try:
         await first_admin_token(service, settings, console)
@@ -60,5 +102,7 @@ async def serve_api(
         await server.serve()
     finally:
         await service.close()
+        if site is not None:
+            await asyncio.to_thread(site.stop)
     console.print("Pressloop stopped.")
     return 0

@@ -127,6 +127,11 @@ async def test_serve_makes_an_admin_token_on_first_start_and_serves_the_api(
         assert saved == tmp_path / "data" / "admin-token"
         assert read_secret(saved) == (token, 0o600)
         assert f"http://127.0.0.1:{port}" in "".join(output)
+        # With no PRESSLOOP_WP_URL, serve starts a local WordPress for the agent to act on.
+        site = re.search(
+            r"Local WordPress: (http://127\.0\.0\.1:\d+) \(wp-admin: admin / ", "".join(output)
+        )
+        assert site is not None, "".join(output)
 
         async with httpx.AsyncClient(
             base_url=f"http://127.0.0.1:{port}",
@@ -142,6 +147,10 @@ async def test_serve_makes_an_admin_token_on_first_start_and_serves_the_api(
             assert answer.status_code == 200
             assert answer.json()["result"]["assistant_text"] == "Noted: you like teal."
             assert (await client.get("/v1/tokens")).json()[0]["name"] == "admin"
+            catalog = {a["name"] for a in (await client.get("/v1/actions")).json()}
+            assert {"create_post", "delete_user", "get_site_context"} <= catalog
+            wp_index = (await client.get(f"{site.group(1)}/?rest_route=/")).json()
+            assert "name" in wp_index
     finally:
         if process.returncode is None:
             process.send_signal(signal.SIGTERM)
