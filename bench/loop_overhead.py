@@ -373,7 +373,17 @@ async def bench_database(key: str, options: argparse.Namespace) -> Result:
     with tempfile.TemporaryDirectory(prefix="pressloop-bench-") as tmp:
         async with database_url(key, options.postgres_url, Path(tmp)) as url:
             scripted = {n: ScriptedProvider(script(n), cycle=True) for n in (1, ROUNDS)}
-            settings = Settings(data_dir=Path(tmp), database_url=url, provider="scripted")
+            # Budgets and the cooldown would stop a benchmark's thousands of turns a minute.
+            settings = Settings(
+                data_dir=Path(tmp),
+                database_url=url,
+                provider="scripted",
+                cooldown_s=0,
+                budget_user_actions=0,
+                budget_user_tokens=0,
+                budget_site_actions=0,
+                budget_site_tokens=0,
+            )
             service = await Service.open(
                 settings, provider=lambda: scripted[ROUNDS], actions=[NOOP]
             )

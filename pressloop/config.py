@@ -98,6 +98,20 @@ class Settings(BaseSettings):
     approval_expiry_s: float = Field(
         default=3600.0, validation_alias=_env("PRESSLOOP_APPROVAL_EXPIRY")
     )
+    # Daily budgets (0: no limit) and the per-user cooldown between messages (DESIGN.md 6).
+    budget_user_actions: int = Field(
+        default=50, validation_alias=_env("PRESSLOOP_BUDGET_USER_ACTIONS")
+    )
+    budget_user_tokens: int = Field(
+        default=120_000, validation_alias=_env("PRESSLOOP_BUDGET_USER_TOKENS")
+    )
+    budget_site_actions: int = Field(
+        default=500, validation_alias=_env("PRESSLOOP_BUDGET_SITE_ACTIONS")
+    )
+    budget_site_tokens: int = Field(
+        default=1_200_000, validation_alias=_env("PRESSLOOP_BUDGET_SITE_TOKENS")
+    )
+    cooldown_s: float = Field(default=5.0, validation_alias=_env("PRESSLOOP_COOLDOWN"))
     max_attempts: int = Field(default=5, validation_alias=_env("PRESSLOOP_MAX_ATTEMPTS"))
     backoff_base_s: float = Field(default=2.0, validation_alias=_env("PRESSLOOP_BACKOFF_BASE"))
     backoff_cap_s: float = Field(default=600.0, validation_alias=_env("PRESSLOOP_BACKOFF_CAP"))

@@ -99,3 +99,19 @@ class InvalidRequest(PressloopError):
 
 class PayloadTooLarge(InvalidRequest):
     code = "payload_too_large"
+
+
+class RateLimited(PressloopError):
+    """Too soon after the person's previous message (the per-user cooldown)."""
+
+    code = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class BudgetExceeded(RunFailure):
+    """A daily budget (actions or tokens, per user or per site) is used up."""
+
+    code = "budget_exceeded"

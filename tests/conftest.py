@@ -17,6 +17,10 @@ from pressloop.store import migrate
 from pressloop.store.db import Database
 from pressloop.store.schema import metadata
 
+# Tests send many messages a second as one user: the per-user cooldown (5 s by default) is off
+# unless a test turns it on; the budget and cooldown tests set their own limits.
+os.environ.setdefault("PRESSLOOP_COOLDOWN", "0")
+
 POSTGRES_ADMIN_URL = os.environ.get(
     "PRESSLOOP_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
 )

@@ -7,6 +7,7 @@ answered with a plain 500 (the server logs its traceback).
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Any
@@ -23,6 +24,7 @@ from pressloop.errors import (
     NotFound,
     PayloadTooLarge,
     PressloopError,
+    RateLimited,
 )
 
 log = logging.getLogger(__name__)
@@ -43,6 +45,7 @@ STATUS_BY_ERROR: tuple[tuple[type[PressloopError], int], ...] = (
     (NotFound, 404),
     (Conflict, 409),
     (PayloadTooLarge, 413),
+    (RateLimited, 429),
     (InvalidRequest, 422),
     # The server is not set up to do this (no provider, agent disabled): not the caller's fault.
     (ConfigurationError, 503),
@@ -83,6 +86,8 @@ async def _pressloop_error(_request: Request, exc: Exception) -> JSONResponse:
     if status == 500:
         log.error("request failed: %s: %s", type(exc).__name__, exc.message)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if isinstance(exc, RateLimited):
+        headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
     return error_response(status, exc.code, exc.message, headers)
 
 

@@ -39,10 +39,11 @@ from pressloop.engine.loop import run_turn
 from pressloop.engine.ports import EngineDeps, PromptContext
 from pressloop.engine.prompt import memory_context
 from pressloop.engine.transcript import close_dangling_calls
-from pressloop.errors import LeaseLost, PressloopError
+from pressloop.errors import BudgetExceeded, LeaseLost, PressloopError
 from pressloop.providers.base import Provider
 from pressloop.runtime.approvals import SessionApprovals
 from pressloop.runtime.backoff import full_jitter
+from pressloop.runtime.budgets import check_budgets, site_subject
 from pressloop.runtime.bus import EventBus
 from pressloop.runtime.clock import Now, utc_now
 from pressloop.runtime.ledger import SessionLedger
@@ -201,6 +202,16 @@ class Runner:
             await session.emit(EventType.ERROR, problem.info().model_dump())
             return TurnResult(status=TurnStatus.FAILED, error=problem.info())
         async with self.database.read() as conn:
+            try:
+                await check_budgets(
+                    conn,
+                    self.settings,
+                    user=run.requesting_user,
+                    day=self.now().date().isoformat(),
+                )
+            except BudgetExceeded as refused:
+                await session.emit(EventType.ERROR, refused.info().model_dump())
+                return TurnResult(status=TurnStatus.FAILED, error=refused.info())
             deps = await self._deps(conn, run, provider, session)
         if self.services.wordpress is not None:
             deps.prompt.site_context = await self.site_context.text(self.services.wordpress)
@@ -347,10 +358,11 @@ class Runner:
                 day=now.date().isoformat(),
                 subjects={
                     "user": run.requesting_user or "anonymous",
-                    "site": self.settings.wp_url or "default",
+                    "site": site_subject(self.settings),
                 },
                 usage=usage_delta,
                 runs=1 if status is not RunStatus.QUEUED else 0,
+                refusals=int(result.error is not None and result.error.cls == "BudgetExceeded"),
             )
 
         queued: list[str] = []

@@ -41,6 +41,7 @@ from pressloop.errors import (
 from pressloop.policy import resolve_policy
 from pressloop.providers.base import Provider
 from pressloop.runtime.approvals import Approvals
+from pressloop.runtime.budgets import check_cooldown
 from pressloop.runtime.bus import EventBus
 from pressloop.runtime.clock import Now, utc_now
 from pressloop.runtime.runner import Runner
@@ -268,6 +269,7 @@ class Service:
                     raise Conflict(
                         f"thread {thread_id} is busy with run {active.id} ({active.status.value})"
                     )
+                await check_cooldown(conn, self.settings, user=user, trigger=trigger, now=now)
                 if active is not None and multitask is Multitask.INTERRUPT:
                     await run_store.request_cancel(conn, active.id, now=now)
                     self.runner.signal_cancel(active.id)

@@ -170,6 +170,7 @@ usage_daily = sa.Table(
     sa.Column("model_calls", sa.Integer, nullable=False, server_default="0"),
     sa.Column("action_calls", sa.Integer, nullable=False, server_default="0"),
     sa.Column("runs", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("refusals", sa.Integer, nullable=False, server_default="0"),
 )
 
 api_tokens = sa.Table(

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pressloop.contracts import Usage
 from pressloop.store.schema import usage_daily
 
-COUNTERS = ("input_tokens", "output_tokens", "model_calls", "action_calls", "runs")
+COUNTERS = ("input_tokens", "output_tokens", "model_calls", "action_calls", "runs", "refusals")
 
 
 async def add_usage(
@@ -21,6 +21,7 @@ async def add_usage(
     subjects: dict[str, str],
     usage: Usage,
     runs: int = 1,
+    refusals: int = 0,
 ) -> None:
     """Add `usage` to today's counters of each scope -> subject (e.g. user and site), in one
     statement."""
@@ -34,6 +35,7 @@ async def add_usage(
             "model_calls": usage.model_calls,
             "action_calls": usage.action_calls,
             "runs": runs,
+            "refusals": refusals,
         }
         for scope, subject in subjects.items()
     ]

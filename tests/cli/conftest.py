@@ -56,6 +56,7 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
         PRESSLOOP_DATA_DIR=str(tmp_path / "data"),
         PRESSLOOP_PROVIDER="scripted",
         PRESSLOOP_SCRIPT=str(script),
+        PRESSLOOP_COOLDOWN="0",
         PYTHONIOENCODING="utf-8",
         PYTHONUNBUFFERED="1",
     )
