@@ -66,6 +66,9 @@ class Settings(BaseSettings):
         default=None, validation_alias=_env("PRESSLOOP_WP_APP_PASSWORD")
     )
 
+    web_fetch_allow_private: bool = Field(
+        default=False, validation_alias=_env("PRESSLOOP_WEB_FETCH_ALLOW_PRIVATE")
+    )
     # Extra action packs: comma-separated modules, each with an ACTIONS list of ActionSpec.
     action_packs: str = Field(default="", validation_alias=_env("PRESSLOOP_ACTION_PACKS"))
 

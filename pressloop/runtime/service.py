@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from pressloop.actions.memory import MEMORY_ACTIONS
 from pressloop.actions.registry import ActionSpec, Registry
 from pressloop.actions.spawn import SPAWN_ACTIONS
+from pressloop.actions.web import WEB_ACTIONS
 from pressloop.config import Settings
 from pressloop.contracts import (
     FINAL_RUN_STATUSES,
@@ -119,6 +120,7 @@ class Service:
             from pressloop.actions.wordpress.client import WordPressClient
 
             self.runner.services.wordpress = WordPressClient.from_settings(settings)
+        self.runner.services.extra["web_fetch_allow_private"] = settings.web_fetch_allow_private
         self.undoer = Undo(database, self.registry, self.runner.services, now)
 
     @classmethod
@@ -476,7 +478,7 @@ class Service:
 def default_actions(packs: str = "", *, wordpress: bool = False) -> list[ActionSpec]:
     """The built-in actions, the WordPress pack when a site is configured, and the packs named
     in PRESSLOOP_ACTION_PACKS."""
-    actions: list[ActionSpec] = [*MEMORY_ACTIONS, *SPAWN_ACTIONS]
+    actions: list[ActionSpec] = [*MEMORY_ACTIONS, *SPAWN_ACTIONS, *WEB_ACTIONS]
     if wordpress:
         from pressloop.actions.wordpress import WORDPRESS_ACTIONS
 
