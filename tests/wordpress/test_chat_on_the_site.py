@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from pressloop.actions.wordpress.client import WordPressClient
 from pressloop.config import Settings
-from pressloop.contracts import RunStatus, StepStatus
+from pressloop.contracts import Checkpoint, RunStatus, StepStatus
 from pressloop.providers.scripted import ScriptedProvider
 from pressloop.runtime.service import Service
+from pressloop.store.schema import action_ledger, runs
 from pressloop.wordpress.local_site import LocalSite
 
 Build = Callable[[list[dict[str, Any]]], Any]
@@ -165,3 +167,39 @@ async def test_site_context_reaches_the_prompt_and_follows_changes(
     await service.run_now((await service.submit(thread.id, "is it active?")).run.id)
     latest = service.runner.provider().requests[-1].system  # type: ignore[attr-defined]
     assert "[pressloop-test-plugin] active" in latest
+
+
+async def test_a_create_post_interrupted_before_its_outcome_is_not_repeated(
+    site_service: Build, wordpress_client: WordPressClient
+) -> None:
+    service: Service = await site_service(
+        [
+            call("create_post", title="Once only", content="Exactly one of me."),
+            {"text": "Created."},
+            {"text": "Created (resumed)."},
+        ]
+    )
+    thread = await service.create_thread()
+    run = await service.run_now((await service.submit(thread.id, "write it")).run.id)
+    assert run is not None and run.checkpoint is not None
+
+    # Put the run where a worker killed after WordPress created the post, but before the
+    # step's outcome and the checkpoint were committed, would leave it.
+    async with service.database.write() as conn:
+        await conn.execute(
+            sa.update(action_ledger)
+            .where(action_ledger.c.run_id == run.id)
+            .values(status="intent", outcome=None, finished_at=None)
+        )
+        before = Checkpoint(round=1, messages=run.checkpoint.messages[:2])
+        await conn.execute(
+            sa.update(runs)
+            .where(runs.c.id == run.id)
+            .values(status="queued", checkpoint=before.model_dump(mode="json"))
+        )
+    resumed = await service.run_now(run.id)
+    assert resumed is not None and resumed.status is RunStatus.SUCCEEDED
+    found = await wordpress_client.get("/wp/v2/posts", {"search": "Once only", "status": "draft"})
+    assert len(found) == 1  # reconciled from the site, not created twice
+    assert resumed.result is not None
+    assert resumed.result.steps[0].status is StepStatus.SUCCEEDED  # found, not "unknown"
