@@ -9,7 +9,7 @@ from importlib.metadata import PackageNotFoundError, version
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from pressloop.api import approvals, ledger, meta, runs, schedules, threads
+from pressloop.api import agents, approvals, ledger, meta, runs, schedules, threads
 from pressloop.api.errors import error_response, install_error_handlers
 from pressloop.api.sse import StreamTracker
 from pressloop.runtime.service import Service
@@ -90,6 +90,7 @@ def create_app(
     app.include_router(schedules.router)
     app.include_router(approvals.router)
     app.include_router(ledger.router)
+    app.include_router(agents.router)
     limit = max_body_bytes or service.settings.max_message_chars * BYTES_PER_CHAR + BODY_SLACK_BYTES
     app.add_middleware(BodyLimit, max_bytes=limit)
     return app

@@ -56,3 +56,13 @@ async def ensure_agent(
     created = await get_agent(conn, agent_id)
     assert created is not None
     return created
+
+
+async def list_agents(conn: AsyncConnection) -> list[AgentRecord]:
+    return [_agent(r) for r in (await conn.execute(sa.select(agents).order_by(agents.c.id))).all()]
+
+
+async def update_agent(conn: AsyncConnection, agent_id: str, **fields: Any) -> AgentRecord | None:
+    if fields:
+        await conn.execute(sa.update(agents).where(agents.c.id == agent_id).values(**fields))
+    return await get_agent(conn, agent_id)
