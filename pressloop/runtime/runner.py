@@ -51,6 +51,7 @@ from pressloop.runtime.memory import StoreMemory
 from pressloop.runtime.session import RunSession
 from pressloop.runtime.spawn import Spawner, deliver_to_parent
 from pressloop.store import agents as agent_store
+from pressloop.store import claims as claim_store
 from pressloop.store import memories as memory_store
 from pressloop.store import runs as run_store
 from pressloop.store import settings_repo
@@ -93,7 +94,7 @@ class Runner:
 
     async def claim_many(self, limit: int) -> list[Claim]:
         async with self.database.write() as conn:
-            return await run_store.claim_runs(
+            return await claim_store.claim_runs(
                 conn,
                 owner=self.owner,
                 ttl_s=self.settings.lease_ttl_s,
@@ -103,7 +104,7 @@ class Runner:
 
     async def claim(self, run_id: str | None = None) -> Claim | None:
         async with self.database.write() as conn:
-            return await run_store.claim_run(
+            return await claim_store.claim_run(
                 conn,
                 owner=self.owner,
                 ttl_s=self.settings.lease_ttl_s,

@@ -8,7 +8,6 @@ and background runs all go through `submit` and the same runner.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import os
 import socket
@@ -19,10 +18,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from pressloop.actions.memory import MEMORY_ACTIONS
 from pressloop.actions.registry import ActionSpec, Registry
-from pressloop.actions.spawn import SPAWN_ACTIONS
-from pressloop.actions.web import WEB_ACTIONS
 from pressloop.config import Settings
 from pressloop.contracts import (
     FINAL_RUN_STATUSES,
@@ -33,7 +29,6 @@ from pressloop.contracts import (
     Trigger,
 )
 from pressloop.errors import (
-    ConfigurationError,
     Conflict,
     InvalidRequest,
     NotFound,
@@ -50,8 +45,10 @@ from pressloop.runtime.scheduler import Scheduler
 from pressloop.runtime.schedules import Schedules
 from pressloop.runtime.spawn import Spawned, Spawner
 from pressloop.runtime.undo import Undo
+from pressloop.runtime.wiring import cached_provider, default_actions
 from pressloop.runtime.worker import Worker
 from pressloop.store import agents as agent_store
+from pressloop.store import claims as claim_store
 from pressloop.store import events as event_store
 from pressloop.store import ledger as ledger_store
 from pressloop.store import migrate
@@ -367,7 +364,7 @@ class Service:
         if claim is None:
             # Perhaps a crashed process still holds the thread: free expired leases, try again.
             async with self.database.write() as conn:
-                await run_store.reclaim_expired(conn, now=self.now())
+                await claim_store.reclaim_expired(conn, now=self.now())
             claim = await self.runner.claim(run_id)
         if claim is None:
             return None
@@ -473,47 +470,3 @@ class Service:
         """Raise if the database cannot answer a trivial query (health checks)."""
         async with self.database.read() as conn:
             await conn.execute(sa.select(1))
-
-
-def default_actions(packs: str = "", *, wordpress: bool = False) -> list[ActionSpec]:
-    """The built-in actions, the WordPress pack when a site is configured, and the packs named
-    in PRESSLOOP_ACTION_PACKS."""
-    actions: list[ActionSpec] = [*MEMORY_ACTIONS, *SPAWN_ACTIONS, *WEB_ACTIONS]
-    if wordpress:
-        from pressloop.actions.wordpress import WORDPRESS_ACTIONS
-
-        actions.extend(WORDPRESS_ACTIONS)
-    for module_name in filter(None, (p.strip() for p in packs.split(","))):
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise ConfigurationError(
-                f"PRESSLOOP_ACTION_PACKS names {module_name!r}, which cannot be imported: {exc}"
-            ) from exc
-        actions.extend(getattr(module, "ACTIONS", ()))
-    return actions
-
-
-class CachedProvider:
-    """Builds the configured provider once, on first use (its HTTP client pools connections);
-    a missing configuration is reported on every turn until it is fixed."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.built: Provider | None = None
-
-    def __call__(self) -> Provider:
-        if self.built is None:
-            from pressloop.providers.factory import build_provider
-
-            self.built = build_provider(self.settings)
-        return self.built
-
-    async def aclose(self) -> None:
-        close = getattr(self.built, "aclose", None)
-        if close is not None:
-            await close()
-
-
-def cached_provider(settings: Settings) -> Callable[[], Provider]:
-    return CachedProvider(settings)

@@ -13,7 +13,7 @@ from typing import Any
 from pressloop.runtime.clock import Sleep, real_sleep
 from pressloop.runtime.runner import Runner
 from pressloop.store import approvals as approval_store
-from pressloop.store import runs as run_store
+from pressloop.store import claims as claim_store
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ class Worker:
     async def tick(self) -> int:
         """Requeue runs whose lease expired, then claim as many runs as there are free slots."""
         async with self.runner.database.write() as conn:
-            await run_store.reclaim_expired(conn, now=self.runner.now())
+            await claim_store.reclaim_expired(conn, now=self.runner.now())
             await approval_store.expire_due(conn, now=self.runner.now())
         claimed = 0
         while not self._stopping.is_set():

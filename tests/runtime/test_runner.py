@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pressloop.contracts import EventType, Role, RunStatus, TurnStatus
 from pressloop.runtime.service import Service
-from pressloop.store import runs as run_store
+from pressloop.store import claims as claim_store
 from pressloop.store import usage as usage_store
 from tests.runtime.conftest import ServiceFactory
 
@@ -96,7 +96,7 @@ async def test_a_stale_lease_cannot_write(make_service: ServiceFactory, clock) -
     assert stale is not None
     clock.advance(10)
     async with service.database.write() as conn:
-        assert await run_store.reclaim_expired(conn, now=clock()) == [run.id]
+        assert await claim_store.reclaim_expired(conn, now=clock()) == [run.id]
     fresh = await service.runner.claim(run.id)
     assert fresh is not None and fresh.token == stale.token + 1
     # The old holder's run ends without writing anything.

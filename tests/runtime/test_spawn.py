@@ -8,7 +8,8 @@ from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
 from pressloop.actions.spawn import SPAWN_ACTIONS
 from pressloop.contracts import ActionContext, Risk, Role, RunStatus, StepStatus, Trigger
 from pressloop.errors import Conflict
-from pressloop.runtime.service import Service, default_actions
+from pressloop.runtime.service import Service
+from pressloop.runtime.wiring import default_actions
 from tests.engine.test_loop import NoteParams
 from tests.runtime.conftest import ServiceFactory
 

@@ -1,0 +1,189 @@
+"""Claims: which queued runs may start now, and taking them with a fresh lease.
+
+A run may start when it is due, its thread is idle (nothing running or waiting for approval)
+and it is first in its thread's queue. PostgreSQL hands candidates to one worker each
+(`FOR UPDATE SKIP LOCKED`); the partial unique index refuses a second running run per thread
+whatever happens; a lost race leaves the claimer with nothing, never with a broken transaction.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pressloop.contracts import ErrorInfo, RunStatus
+from pressloop.store.records import Claim
+from pressloop.store.runs import BUSY_STATUSES, to_record
+from pressloop.store.schema import runs
+
+
+def _queued_before(other: Any) -> Any:
+    """`other` was queued before this run (ties broken by the time-ordered id)."""
+    return sa.or_(
+        other.c.created_at < runs.c.created_at,
+        sa.and_(other.c.created_at == runs.c.created_at, other.c.id < runs.c.id),
+    )
+
+
+def _claimed(owner: str, ttl_s: float, now: datetime) -> dict[str, Any]:
+    """What a claim sets: running, a fresh lease with the next fencing token."""
+    return {
+        "status": RunStatus.RUNNING.value,
+        "lease_owner": owner,
+        "lease_token": runs.c.lease_token + 1,
+        "lease_expires_at": now + timedelta(seconds=ttl_s),
+        "attempt": sa.case((runs.c.attempt == 0, 1), else_=runs.c.attempt),
+        "started_at": sa.func.coalesce(runs.c.started_at, now),
+        "updated_at": now,
+    }
+
+
+def _claimable(now: datetime, run_id: str | None, limit: int) -> sa.Select[Any]:
+    """Queued runs that may start now: due, on an idle thread, and first in their thread's
+    queue (so the candidates are all on different threads)."""
+    other = runs.alias("other")
+    query = (
+        sa.select(runs.c.id)
+        .where(runs.c.status == RunStatus.QUEUED.value, runs.c.not_before <= now)
+        .where(
+            ~sa.exists().where(
+                other.c.thread_id == runs.c.thread_id, other.c.status.in_(BUSY_STATUSES)
+            )
+        )
+        # Runs of one thread go in the order they were queued.
+        .where(
+            ~sa.exists().where(
+                other.c.thread_id == runs.c.thread_id,
+                other.c.status == RunStatus.QUEUED.value,
+                _queued_before(other),
+            )
+        )
+        .order_by(runs.c.not_before, runs.c.created_at, runs.c.id)
+        .limit(limit)
+    )
+    if run_id is not None:
+        query = query.where(runs.c.id == run_id)
+    return query
+
+
+async def claim_runs(
+    conn: AsyncConnection,
+    *,
+    owner: str,
+    ttl_s: float,
+    now: datetime,
+    limit: int = 1,
+    run_id: str | None = None,
+) -> list[Claim]:
+    """Take up to `limit` runnable runs (or exactly `run_id`) with fresh leases, in one
+    transaction; an empty list if none is free."""
+    query = _claimable(now, run_id, limit)
+    if conn.dialect.name == "postgresql":
+        query = query.with_for_update(skip_locked=True, of=runs)
+    chosen = list((await conn.execute(query)).scalars())
+    if not chosen:
+        return []
+    try:
+        # A savepoint, so that losing a race to the unique index leaves the transaction usable.
+        async with conn.begin_nested():
+            rows = (
+                await conn.execute(
+                    sa.update(runs)
+                    .where(runs.c.id.in_(chosen), runs.c.status == RunStatus.QUEUED.value)
+                    .values(**_claimed(owner, ttl_s, now))
+                    .returning(*runs.c)
+                )
+            ).all()
+    except IntegrityError:
+        return []
+    records = [to_record(row) for row in rows]
+    return [Claim(run=r, owner=owner, token=r.lease_token, last_seq=r.event_seq) for r in records]
+
+
+async def claim_run(
+    conn: AsyncConnection,
+    *,
+    owner: str,
+    ttl_s: float,
+    now: datetime,
+    run_id: str | None = None,
+) -> Claim | None:
+    """Take the next runnable run (or exactly `run_id`); None if none is free."""
+    if run_id is None:
+        claims = await claim_runs(conn, owner=owner, ttl_s=ttl_s, now=now)
+        return claims[0] if claims else None
+    # One statement for a named run (the chat path): the UPDATE locks the row itself, and the
+    # conditions are those of `_claimable`.
+    other = runs.alias("other")
+    try:
+        async with conn.begin_nested():
+            row = (
+                await conn.execute(
+                    sa.update(runs)
+                    .where(
+                        runs.c.id == run_id,
+                        runs.c.status == RunStatus.QUEUED.value,
+                        runs.c.not_before <= now,
+                        ~sa.exists().where(
+                            other.c.thread_id == runs.c.thread_id,
+                            other.c.status.in_(BUSY_STATUSES),
+                        ),
+                        ~sa.exists().where(
+                            other.c.thread_id == runs.c.thread_id,
+                            other.c.status == RunStatus.QUEUED.value,
+                            _queued_before(other),
+                        ),
+                    )
+                    .values(**_claimed(owner, ttl_s, now))
+                    .returning(*runs.c)
+                )
+            ).one_or_none()
+    except IntegrityError:
+        return None
+    if row is None:
+        return None
+    record = to_record(row)
+    return Claim(run=record, owner=owner, token=record.lease_token, last_seq=record.event_seq)
+
+
+async def reclaim_expired(conn: AsyncConnection, *, now: datetime) -> list[str]:
+    """Put runs whose worker stopped renewing back in the queue (they resume from their
+    checkpoint); a run that has used all its attempts this way is dead-lettered instead."""
+    expired = sa.and_(runs.c.status == RunStatus.RUNNING.value, runs.c.lease_expires_at < now)
+    lost = ErrorInfo(
+        cls="LeaseExpired",
+        message="the worker running this run stopped (its lease expired) on every attempt",
+        retryable=True,
+    )
+    await conn.execute(
+        sa.update(runs)
+        .where(expired, runs.c.attempt >= runs.c.max_attempts)
+        .values(
+            status=RunStatus.DEAD.value,
+            lease_owner=None,
+            lease_expires_at=None,
+            error=lost.model_dump(),
+            finished_at=now,
+            updated_at=now,
+        )
+    )
+    requeued = (
+        await conn.execute(
+            sa.update(runs)
+            .where(expired)
+            .values(
+                status=RunStatus.QUEUED.value,
+                lease_owner=None,
+                lease_expires_at=None,
+                attempt=runs.c.attempt + 1,
+                not_before=now,
+                updated_at=now,
+            )
+            .returning(runs.c.id)
+        )
+    ).scalars()
+    return list(requeued)
