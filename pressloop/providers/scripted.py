@@ -5,7 +5,9 @@ The script is a JSON list, one item per model call, read in order:
   {"tool_calls": [{"name": "...", "arguments": {...}}], "text": "..."}   tool calls
   {"error": {"status": 503, "message": "..."}}     a provider failure (5xx/429 are retryable)
 Any item may add "usage": {"input": N, "output": N} and "delay_s": seconds before answering.
-The file may also be {"cycle": true, "answers": [...]} to repeat the answers forever.
+The file may also be {"cycle": true, "answers": [...]} to repeat the answers forever, or
+{"per_turn": true, "answers": [...]} to answer every turn with the script from its start: the
+n-th model call of a turn gets the n-th answer, however many turns run at once (load tests).
 When the list is used up the provider says so with a clear error instead of inventing answers.
 """
 
@@ -18,7 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pressloop.contracts import ActionCall, Usage
+from pressloop.contracts import ActionCall, Role, Usage
 from pressloop.errors import ConfigurationError, ProviderError, ScriptExhausted
 from pressloop.providers.base import (
     ModelRequest,
@@ -40,6 +42,8 @@ class ScriptedProvider:
         sleep: Sleep = asyncio.sleep,
         chunk_chars: int = 16,
         cycle: bool = False,
+        per_turn: bool = False,
+        record: bool = True,
     ) -> None:
         self._items = [dict(item) for item in items]
         self._position = 0
@@ -47,6 +51,8 @@ class ScriptedProvider:
         self._sleep = sleep
         self._chunk_chars = chunk_chars
         self._cycle = cycle
+        self._per_turn = per_turn
+        self._record = record
         self.requests: list[ModelRequest] = []
 
     @classmethod
@@ -63,6 +69,10 @@ class ScriptedProvider:
         if isinstance(items, dict) and isinstance(items.get("answers"), list):
             # {"cycle": true, "answers": [...]} repeats the answers forever (demos, load tests).
             kwargs.setdefault("cycle", bool(items.get("cycle")))
+            if items.get("per_turn"):
+                # Load tests run thousands of turns: keeping every request would only leak.
+                kwargs.setdefault("per_turn", True)
+                kwargs.setdefault("record", False)
             items = items["answers"]
         if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
             raise ConfigurationError(
@@ -100,9 +110,23 @@ class ScriptedProvider:
         self._position += 1
         return item
 
+    def _turn_item(self, request: ModelRequest) -> dict[str, Any]:
+        """The answer for this call of its turn: one per assistant message since the person's
+        (or the heartbeat's) last message."""
+        calls = 0
+        for message in reversed(request.messages):
+            opens_turn = not message.content.startswith("ACTION_RESULTS:")  # JSON protocol
+            if message.role is Role.USER and message.name is None and opens_turn:
+                break
+            calls += message.role is Role.ASSISTANT
+        if not self._items:
+            raise ScriptExhausted("the script has no answers", retryable=False)
+        return self._items[calls % len(self._items)]
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        self.requests.append(request)
-        item = self._next_item()
+        if self._record:
+            self.requests.append(request)
+        item = self._turn_item(request) if self._per_turn else self._next_item()
         delay = float(item.get("delay_s", 0) or 0)
         if delay:
             await self._sleep(delay)
