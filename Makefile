@@ -46,6 +46,7 @@ lint: setup
 ## bench: run the benchmarks and write docs/benchmarks.md
 bench: setup services
 	$(VENV)/bin/python bench/loop_overhead.py --write docs/benchmarks.md
+	$(VENV)/bin/python bench/background.py --write docs/benchmarks.md
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache
