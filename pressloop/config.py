@@ -95,6 +95,11 @@ class Settings(BaseSettings):
         default=4096, validation_alias=_env("PRESSLOOP_MAX_OUTPUT_TOKENS")
     )
 
+    # Database connections per process (PostgreSQL): keep about 2 x worker concurrency; all
+    # processes together must stay under the server's max_connections.
+    db_pool_size: int = Field(default=20, validation_alias=_env("PRESSLOOP_DB_POOL_SIZE"))
+    db_max_overflow: int = Field(default=10, validation_alias=_env("PRESSLOOP_DB_MAX_OVERFLOW"))
+
     # Runs, leases and retries (DESIGN.md section 8).
     lease_ttl_s: float = Field(default=30.0, validation_alias=_env("PRESSLOOP_LEASE_TTL"))
     lease_renew_s: float = Field(default=10.0, validation_alias=_env("PRESSLOOP_LEASE_RENEW"))

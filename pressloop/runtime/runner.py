@@ -153,14 +153,31 @@ class Runner:
             await self._release(run, session)
             raise
         except Exception:
-            # The session could not write (database unreachable): the lease expires and another
-            # worker (or this one) resumes the run from its checkpoint.
+            # The session could not write (the database refused or was unreachable): hand the
+            # run back now if we can; else its lease expires and it is reclaimed. Either way it
+            # resumes from its last checkpoint.
             log.exception("run %s: could not record its outcome", run.id)
+            await self._hand_back(session)
             return None
         finally:
             self.sessions.pop(run.id, None)
             await session.close()
         return finished
+
+    async def _hand_back(self, session: RunSession) -> None:
+        now = self.now()
+        try:
+            async with self.database.write() as conn:
+                await run_store.finish_run(
+                    conn,
+                    session.claim,
+                    status=RunStatus.QUEUED,
+                    now=now,
+                    not_before=now,
+                    checkpoint=session.last_checkpoint,
+                )
+        except Exception:
+            log.warning("run %s: not handed back; its lease will expire", session.run_id)
 
     def signal_cancel(self, run_id: str) -> None:
         """A person asked to stop a run this process is running: tell it without waiting for
@@ -354,6 +371,12 @@ class Runner:
                     )
                     if woken is not None:
                         queued.append(woken)
+
+        queued: list[str] = []
+        await session.write(persist, fenced=True)
+        # The day's counters are shared by every run: update them in a short transaction of
+        # their own, not while holding the run's (many workers would queue on these rows).
+        async with self.database.write() as conn:
             await usage_store.add_usage(
                 conn,
                 day=now.date().isoformat(),
@@ -365,9 +388,6 @@ class Runner:
                 runs=1 if status is not RunStatus.QUEUED else 0,
                 refusals=int(result.error is not None and result.error.cls == "BudgetExceeded"),
             )
-
-        queued: list[str] = []
-        await session.write(persist, fenced=True)
         for run_id in queued:
             if self.on_queued is not None:
                 self.on_queued(run_id)

@@ -132,6 +132,8 @@ class Service:
         database = Database.open(
             settings.resolved_database_url(),
             idle_transaction_timeout_s=max(1.0, settings.lease_ttl_s),
+            pool_size=settings.db_pool_size,
+            max_overflow=settings.db_max_overflow,
         )
         if upgrade:
             await migrate.upgrade(database)

@@ -57,7 +57,8 @@ class Database:
         url: str,
         *,
         sqlite_synchronous: str = "NORMAL",
-        pool_size: int = 10,
+        pool_size: int = 20,
+        max_overflow: int = 10,
         idle_transaction_timeout_s: float = 60.0,
     ) -> Database:
         url = normalise_url(url)
@@ -74,7 +75,7 @@ class Database:
             engine = create_async_engine(
                 url,
                 pool_size=pool_size,
-                max_overflow=pool_size * 2,
+                max_overflow=max_overflow,
                 pool_pre_ping=True,
                 connect_args={
                     "server_settings": {"idle_in_transaction_session_timeout": timeout_ms}
