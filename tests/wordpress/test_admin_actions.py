@@ -11,13 +11,12 @@ from __future__ import annotations
 import base64
 import struct
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from pressloop.actions.executor import Executor
-from pressloop.actions.ledger_port import PriorStep
 from pressloop.actions.registry import ActionServices, Registry
 from pressloop.actions.wordpress import WordPressClient
 from pressloop.actions.wordpress.admin import ADMIN_ACTIONS
@@ -27,12 +26,12 @@ from pressloop.contracts import (
     ActionOutcome,
     Policy,
     PolicyMode,
-    Risk,
     StepStatus,
     Trigger,
 )
 from pressloop.errors import ActionError
 from pressloop.wordpress import LocalSite
+from tests.wordpress.memory_ledger import MemoryLedger, Step
 
 SPECS = {spec.name: spec for spec in ADMIN_ACTIONS}
 OPEN = Policy(destructive=PolicyMode.ALLOW)
@@ -40,35 +39,9 @@ PLUGIN = "pressloop-test-plugin"
 
 
 @dataclass
-class Step:
-    call: ActionCall
-    snapshot: Any
-    outcome: ActionOutcome | None = None
-
-
-@dataclass
-class Ledger:
-    steps: dict[tuple[str, int], Step] = field(default_factory=dict)
-
-    async def lookup(self, context: ActionContext) -> PriorStep | None:
-        step = self.steps.get((context.run_id, context.step_index))
-        if step is None:
-            return None
-        return PriorStep(call_id=step.call.id, action=step.call.name, outcome=step.outcome)
-
-    async def intent(
-        self, call: ActionCall, risk: Risk, context: ActionContext, snapshot: Any
-    ) -> None:
-        self.steps[(context.run_id, context.step_index)] = Step(call=call, snapshot=snapshot)
-
-    async def outcome(self, context: ActionContext, outcome: ActionOutcome) -> None:
-        self.steps[(context.run_id, context.step_index)].outcome = outcome
-
-
-@dataclass
 class Admin:
     client: WordPressClient
-    ledger: Ledger
+    ledger: MemoryLedger
     executor: Executor
     step: int = 0
 
@@ -120,7 +93,7 @@ class Admin:
 
 @pytest.fixture
 def admin(wordpress_client: WordPressClient) -> Admin:
-    ledger = Ledger()
+    ledger = MemoryLedger()
     services = ActionServices(wordpress=wordpress_client)
     return Admin(
         wordpress_client, ledger, Executor(Registry(ADMIN_ACTIONS), services, ledger=ledger)

@@ -1,19 +1,18 @@
 """Content actions (posts, pages, categories, tags) against the real local WordPress.
 
 Every call goes through the real `Executor`; every effect is checked by reading the site back
-over REST. `Steps` is a small in-memory ledger (the executor's `LedgerPort`): it keeps each
+over REST. `MemoryLedger` is a small in-memory ledger (the executor's `LedgerPort`): it keeps each
 step's snapshot and outcome the way the runtime's ledger does, so undo gets the same inputs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from pressloop.actions.executor import Executor
-from pressloop.actions.ledger_port import PriorStep
 from pressloop.actions.registry import ActionServices, ActionSpec, Registry
 from pressloop.actions.wordpress import WordPressClient
 from pressloop.actions.wordpress.content import CONTENT_ACTIONS, blocks
@@ -29,43 +28,16 @@ from pressloop.contracts import (
 )
 from pressloop.errors import ActionError
 from pressloop.policy import resolve_policy
+from tests.wordpress.memory_ledger import MemoryLedger, Step
 
 SPECS = {spec.name: spec for spec in CONTENT_ACTIONS}
 OPEN = Policy(destructive=PolicyMode.ALLOW)
 
 
 @dataclass
-class Step:
-    call: ActionCall
-    snapshot: Any
-    outcome: ActionOutcome | None = None
-
-
-@dataclass
-class Steps:
-    """An in-memory action ledger keyed like the real one: (run id, step index)."""
-
-    steps: dict[tuple[str, int], Step] = field(default_factory=dict)
-
-    async def lookup(self, context: ActionContext) -> PriorStep | None:
-        step = self.steps.get((context.run_id, context.step_index))
-        if step is None:
-            return None
-        return PriorStep(call_id=step.call.id, action=step.call.name, outcome=step.outcome)
-
-    async def intent(
-        self, call: ActionCall, risk: Risk, context: ActionContext, snapshot: Any
-    ) -> None:
-        self.steps[(context.run_id, context.step_index)] = Step(call=call, snapshot=snapshot)
-
-    async def outcome(self, context: ActionContext, outcome: ActionOutcome) -> None:
-        self.steps[(context.run_id, context.step_index)].outcome = outcome
-
-
-@dataclass
 class Harness:
     client: WordPressClient
-    ledger: Steps
+    ledger: MemoryLedger
     executor: Executor
     step: int = 0
 
@@ -112,7 +84,7 @@ class Harness:
 
 @pytest.fixture
 def wp(wordpress_client: WordPressClient) -> Harness:
-    ledger = Steps()
+    ledger = MemoryLedger()
     services = ActionServices(wordpress=wordpress_client)
     return Harness(
         wordpress_client, ledger, Executor(Registry(CONTENT_ACTIONS), services, ledger=ledger)
