@@ -76,7 +76,10 @@ class Database:
                 url,
                 pool_size=pool_size,
                 max_overflow=max_overflow,
-                pool_pre_ping=True,
+                # No ping before every checkout (a round trip each, several per run): a
+                # connection the server dropped fails its transaction, and the run is retried.
+                pool_pre_ping=False,
+                pool_recycle=1800,
                 connect_args={
                     "server_settings": {"idle_in_transaction_session_timeout": timeout_ms}
                 },
