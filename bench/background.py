@@ -30,7 +30,6 @@ import asyncio
 import contextlib
 import hashlib
 import json
-import math
 import os
 import platform
 import re
@@ -43,9 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -53,6 +50,7 @@ from typing import Any
 
 import asyncpg
 import sqlalchemy as sa
+from common import admin_sql, database_url, percentile, table, write_section
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
@@ -79,11 +77,6 @@ STOP_GRACE_S = 15.0
 MESSAGE = "Call the noop action once, then say done."
 START_MARKER = "<!-- background:start -->"
 END_MARKER = "<!-- background:end -->"
-DOC_HEADER = (
-    "# Benchmarks\n\n"
-    "Measured on one machine; the numbers move with the hardware, so compare ratios rather than "
-    "milliseconds. Each section is written by its script (`make bench` regenerates them).\n\n"
-)
 DEFAULT_POSTGRES = os.environ.get(
     "PRESSLOOP_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
 )
@@ -317,29 +310,6 @@ async def wait_for_quiet(limit_s: float, threshold: float = 0.2) -> float:
 # Databases --------------------------------------------------------------------------------------
 
 
-async def _admin(admin_url: str, sql: str) -> str:
-    conn = await asyncpg.connect(admin_url, timeout=10)
-    try:
-        return str(await conn.fetchval(sql) if sql.startswith("SHOW") else await conn.execute(sql))
-    finally:
-        await conn.close()
-
-
-@asynccontextmanager
-async def database_url(key: str, admin_url: str, data_dir: Path) -> AsyncIterator[str]:
-    """A fresh, empty database: a SQLite file in `data_dir`, or a new PostgreSQL database."""
-    if key == "sqlite":
-        yield f"sqlite+aiosqlite:///{data_dir / 'pressloop.db'}"
-        return
-    name = f"pressloop_bench_{uuid.uuid4().hex[:10]}"
-    await _admin(admin_url, f'CREATE DATABASE "{name}"')
-    try:
-        base = admin_url.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://", 1)
-        yield f"{base}/{name}"
-    finally:
-        await _admin(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def _postmaster_in(data_dir: str) -> int | None:
     try:
         pid = int((Path(data_dir) / "postmaster.pid").read_text().split()[0])
@@ -351,7 +321,7 @@ def _postmaster_in(data_dir: str) -> int | None:
 async def postmaster_pid(admin_url: str) -> int | None:
     """The local PostgreSQL server's pid (to count its CPU), if this machine can see it."""
     try:
-        data_dir = await _admin(admin_url, "SHOW data_directory")
+        data_dir = await admin_sql(admin_url, "SHOW data_directory")
     except asyncpg.PostgresError:
         return None
     return _postmaster_in(data_dir)
@@ -551,7 +521,7 @@ class Bench:
         version = (
             sqlite3.sqlite_version
             if case.key == "sqlite"
-            else await _admin(self.options.postgres_url, "SHOW server_version")
+            else await admin_sql(self.options.postgres_url, "SHOW server_version")
         )
         outcome = Outcome(case=case, version=version)
         waited = time.monotonic()
@@ -773,25 +743,10 @@ class Bench:
 # Reporting --------------------------------------------------------------------------------------
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100)."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    rank = max(0, math.ceil(q / 100 * len(ordered)) - 1)
-    return ordered[rank]
-
-
 def num(value: float | None, digits: int = 1) -> str:
     if value is None or value != value:  # None or NaN
         return "-"
     return f"{value:.{digits}f}"
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def per_run_ms(seconds: float | None, runs: int) -> str:
@@ -1198,19 +1153,6 @@ def report(
     return "\n".join(lines)
 
 
-def write_section(path: Path, section: str) -> None:
-    block = f"{START_MARKER}\n{section}{END_MARKER}\n"
-    text = path.read_text(encoding="utf-8") if path.exists() else DOC_HEADER
-    if START_MARKER in text and END_MARKER in text:
-        head, rest = text.split(START_MARKER, 1)
-        _old, tail = rest.split(END_MARKER, 1)
-        text = head + block + tail.lstrip("\n")
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
 # Command line ---------------------------------------------------------------------------------
 
 
@@ -1361,7 +1303,7 @@ async def run(options: argparse.Namespace) -> tuple[list[Outcome], list[Outcome]
     options.connection_cost = None
     if "postgres" in options.databases:
         postmaster = await postmaster_pid(options.postgres_url)
-        options.pg_max = await _admin(options.postgres_url, "SHOW max_connections")
+        options.pg_max = await admin_sql(options.postgres_url, "SHOW max_connections")
         options.connection_cost = await connection_cost(options.postgres_url, postmaster)
     throughput: list[Outcome] = []
     slow: list[Outcome] = []
@@ -1388,7 +1330,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     section = report(throughput, slow, options, command, load, code, code_version())
     print(section)
     if options.write is not None:
-        write_section(options.write, section)
+        write_section(options.write, section, start=START_MARKER, end=END_MARKER)
         print(f"wrote {options.write}", file=sys.stderr)
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import os
 import platform
 import resource
@@ -31,9 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +38,7 @@ from typing import Any
 
 import asyncpg
 import sqlalchemy as sa
+from common import admin_sql, database_url, percentile, table, write_section
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import event
 from sqlalchemy.engine import Connection
@@ -58,11 +56,6 @@ GOAL_RATIO = 3.0
 MESSAGE = "Run the no-op action three times, then say done."
 START_MARKER = "<!-- loop_overhead:start -->"
 END_MARKER = "<!-- loop_overhead:end -->"
-DOC_HEADER = (
-    "# Benchmarks\n\n"
-    "Measured on one machine; the numbers move with the hardware, so compare ratios rather than "
-    "milliseconds. Each section is written by its script (`make bench` regenerates them).\n\n"
-)
 DEFAULT_POSTGRES = os.environ.get(
     "PRESSLOOP_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
 )
@@ -213,13 +206,6 @@ class Result:
         return len(self.turns) / self.loop_s()
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100)."""
-    ordered = sorted(values)
-    rank = max(0, math.ceil(q / 100 * len(ordered)) - 1)
-    return ordered[rank]
-
-
 SCRATCH = sa.MetaData()
 FLOOR_TABLE = sa.Table(
     "bench_commit_floor",
@@ -332,29 +318,6 @@ class Bench:
 # Databases ------------------------------------------------------------------------------------
 
 
-async def _admin(admin_url: str, sql: str) -> str:
-    conn = await asyncpg.connect(admin_url, timeout=10)
-    try:
-        return str(await conn.fetchval(sql) if sql.startswith("SHOW") else await conn.execute(sql))
-    finally:
-        await conn.close()
-
-
-@asynccontextmanager
-async def database_url(key: str, admin_url: str, data_dir: Path) -> AsyncIterator[str]:
-    """A fresh, empty database: a SQLite file in `data_dir`, or a new PostgreSQL database."""
-    if key == "sqlite":
-        yield f"sqlite+aiosqlite:///{data_dir / 'pressloop.db'}"
-        return
-    name = f"pressloop_bench_{uuid.uuid4().hex[:10]}"
-    await _admin(admin_url, f'CREATE DATABASE "{name}"')
-    try:
-        base = admin_url.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://", 1)
-        yield f"{base}/{name}"
-    finally:
-        await _admin(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def rss_mb() -> tuple[float, float]:
     """(peak RSS of the process so far, current RSS), in MiB."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -367,7 +330,7 @@ async def bench_database(key: str, options: argparse.Namespace) -> Result:
     version = (
         sqlite3.sqlite_version
         if key == "sqlite"
-        else await _admin(options.postgres_url, "SHOW server_version")
+        else await admin_sql(options.postgres_url, "SHOW server_version")
     )
     result = Result(key=key, version=version)
     with tempfile.TemporaryDirectory(prefix="pressloop-bench-") as tmp:
@@ -437,12 +400,6 @@ def ms(seconds: float) -> str:
     if value >= 10:
         return f"{value:.1f}"
     return f"{value:.2f}"
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def main_table(results: Sequence[Result]) -> str:
@@ -621,19 +578,6 @@ def report(
     return "\n".join(lines)
 
 
-def write_section(path: Path, section: str) -> None:
-    block = f"{START_MARKER}\n{section}{END_MARKER}\n"
-    text = path.read_text(encoding="utf-8") if path.exists() else DOC_HEADER
-    if START_MARKER in text and END_MARKER in text:
-        head, rest = text.split(START_MARKER, 1)
-        _old, tail = rest.split(END_MARKER, 1)
-        text = head + block + tail.lstrip("\n")
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
 # Command line ---------------------------------------------------------------------------------
 
 
@@ -681,7 +625,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     section = report(results, options, command, load, code)
     print(section)
     if options.write is not None:
-        write_section(options.write, section)
+        write_section(options.write, section, start=START_MARKER, end=END_MARKER)
         print(f"wrote {options.write}", file=sys.stderr)
 
 
