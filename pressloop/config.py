@@ -123,6 +123,7 @@ class Settings(BaseSettings):
     max_attempts: int = Field(default=5, validation_alias=_env("PRESSLOOP_MAX_ATTEMPTS"))
     backoff_base_s: float = Field(default=2.0, validation_alias=_env("PRESSLOOP_BACKOFF_BASE"))
     backoff_cap_s: float = Field(default=600.0, validation_alias=_env("PRESSLOOP_BACKOFF_CAP"))
+    usage_flush_s: float = Field(default=1.0, validation_alias=_env("PRESSLOOP_USAGE_FLUSH"))
     worker_poll_s: float = Field(default=0.5, validation_alias=_env("PRESSLOOP_WORKER_POLL"))
     worker_concurrency: int = Field(
         default=8, validation_alias=_env("PRESSLOOP_WORKER_CONCURRENCY")

@@ -50,13 +50,13 @@ from pressloop.runtime.ledger import SessionLedger
 from pressloop.runtime.memory import StoreMemory
 from pressloop.runtime.session import RunSession
 from pressloop.runtime.spawn import Spawner, deliver_to_parent
+from pressloop.runtime.usage_buffer import UsageBuffer
 from pressloop.store import agents as agent_store
 from pressloop.store import claims as claim_store
 from pressloop.store import memories as memory_store
 from pressloop.store import runs as run_store
 from pressloop.store import settings_repo
 from pressloop.store import threads as thread_store
-from pressloop.store import usage as usage_store
 from pressloop.store.db import Database
 from pressloop.store.records import Claim, RunRecord
 
@@ -91,6 +91,10 @@ class Runner:
     on_queued: Callable[[str], None] | None = None
     sessions: dict[str, RunSession] = field(default_factory=dict)
     site_context: SiteContextCache = field(default_factory=SiteContextCache)
+    usage: UsageBuffer = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.usage = UsageBuffer(self.database, interval_s=self.settings.usage_flush_s)
 
     async def claim_many(self, limit: int) -> list[Claim]:
         async with self.database.write() as conn:
@@ -374,20 +378,21 @@ class Runner:
 
         queued: list[str] = []
         await session.write(persist, fenced=True)
-        # The day's counters are shared by every run: update them in a short transaction of
-        # their own, not while holding the run's (many workers would queue on these rows).
-        async with self.database.write() as conn:
-            await usage_store.add_usage(
-                conn,
-                day=now.date().isoformat(),
-                subjects={
-                    "user": run.requesting_user or "anonymous",
-                    "site": site_subject(self.settings),
-                },
-                usage=usage_delta,
-                runs=1 if status is not RunStatus.QUEUED else 0,
-                refusals=int(result.error is not None and result.error.cls == "BudgetExceeded"),
-            )
+        # The day's counters are shared by every run: summed here, written once an interval.
+        self.usage.add(
+            day=now.date().isoformat(),
+            subjects={
+                "user": run.requesting_user or "anonymous",
+                "site": site_subject(self.settings),
+            },
+            usage=usage_delta,
+            runs=1 if status is not RunStatus.QUEUED else 0,
+            refusals=int(result.error is not None and result.error.cls == "BudgetExceeded"),
+        )
+        try:
+            await self.usage.flush_if_due()
+        except Exception:  # counters must not fail a finished run; the next flush retries
+            log.warning("usage counters not written yet", exc_info=True)
         for run_id in queued:
             if self.on_queued is not None:
                 self.on_queued(run_id)

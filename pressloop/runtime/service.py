@@ -185,6 +185,7 @@ class Service:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.runner.usage.flush()
         close = getattr(self._provider, "aclose", None)
         if close is not None:
             await close()
@@ -464,6 +465,7 @@ class Service:
 
     async def usage(self, *, days: int = 30, scope: str | None = None) -> list[dict[str, Any]]:
         """Daily usage rows of the last `days` days (today included), oldest first."""
+        await self.runner.usage.flush()
         since = (self.now().date() - timedelta(days=max(1, days) - 1)).isoformat()
         async with self.database.read() as conn:
             return await usage_store.list_usage(conn, since_day=since, scope=scope)

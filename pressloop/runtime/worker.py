@@ -46,6 +46,7 @@ class Worker:
         while not self._stopping.is_set():
             try:
                 claimed = await self.tick()
+                await self.runner.usage.flush_if_due()
             except Exception:  # a database hiccup must not end the worker
                 log.exception("worker tick failed")
                 claimed = 0

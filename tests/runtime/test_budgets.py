@@ -33,6 +33,7 @@ async def test_a_users_action_budget_refuses_the_next_turn_clearly(
     # Another user still has a budget; the refusal was counted for ann.
     other = await service.run_now((await service.submit(thread.id, "c", user="bo")).run.id)
     assert other is not None and other.status is RunStatus.SUCCEEDED
+    await service.runner.usage.flush()  # counters are written at most once a second
     async with service.database.read() as conn:
         rows = await usage_store.list_usage(conn, since_day="2000-01-01", scope="user")
     assert {r["subject"]: r["refusals"] for r in rows} == {"ann": 1, "bo": 0}

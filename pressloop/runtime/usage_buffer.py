@@ -1,0 +1,78 @@
+"""Usage counters, summed in memory and written at most once a second per process.
+
+Every finishing run used to update the same two daily rows (the user's and the site's); with
+hundreds of runs finishing together they queued on those row locks. A buffer turns that into
+one upsert per process per interval. Budgets read the table, so they may lag by one interval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+
+from pressloop.contracts import Usage
+from pressloop.store import usage as usage_store
+from pressloop.store.db import Database
+
+Key = tuple[str, str, str]  # day, scope, subject
+
+
+class UsageBuffer:
+    def __init__(self, database: Database, *, interval_s: float) -> None:
+        self.database = database
+        self.interval_s = interval_s
+        self._pending: dict[Key, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
+        self._flushed_at = float("-inf")
+        self._lock = asyncio.Lock()
+
+    def add(
+        self, *, day: str, subjects: dict[str, str], usage: Usage, runs: int, refusals: int
+    ) -> None:
+        for scope, subject in subjects.items():
+            counters = self._pending[(day, scope, subject)]
+            for i, value in enumerate(
+                (
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.model_calls,
+                    usage.action_calls,
+                    runs,
+                    refusals,
+                )
+            ):
+                counters[i] += value
+
+    async def flush_if_due(self) -> None:
+        if self._pending and time.monotonic() - self._flushed_at >= self.interval_s:
+            await self.flush()
+
+    async def flush(self) -> None:
+        async with self._lock:
+            pending, self._pending = self._pending, defaultdict(lambda: [0, 0, 0, 0, 0, 0])
+            self._flushed_at = time.monotonic()
+            if not pending:
+                return
+            try:
+                async with self.database.write() as conn:
+                    for (day, scope, subject), c in sorted(pending.items()):
+                        await usage_store.add_usage(
+                            conn,
+                            day=day,
+                            subjects={scope: subject},
+                            usage=Usage(
+                                input_tokens=c[0],
+                                output_tokens=c[1],
+                                model_calls=c[2],
+                                action_calls=c[3],
+                            ),
+                            runs=c[4],
+                            refusals=c[5],
+                        )
+            except Exception:
+                # Keep the counts for the next flush rather than lose them.
+                for key, counters in pending.items():
+                    mine = self._pending[key]
+                    for i, value in enumerate(counters):
+                        mine[i] += value
+                raise
