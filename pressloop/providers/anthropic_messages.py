@@ -25,7 +25,7 @@ from pressloop.providers.base import (
     TextDelta,
 )
 from pressloop.providers.errors_map import garbage, translated
-from pressloop.providers.wire import WireModel, decode_arguments, parse
+from pressloop.providers.wire import SDKProvider, WireModel, decode_arguments, parse
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens; this is enough for one agent round
@@ -186,7 +186,7 @@ class _StreamState:
         )
 
 
-class AnthropicMessagesProvider:
+class AnthropicMessagesProvider(SDKProvider):
     """A `Provider` speaking the Anthropic Messages API."""
 
     def __init__(
@@ -206,25 +206,6 @@ class AnthropicMessagesProvider:
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key, base_url=self._base_url, timeout=timeout_s, max_retries=0
         )
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    @property
-    def supports_tools(self) -> bool:
-        return True
-
-    @property
-    def base_url(self) -> str:
-        return self._base_url
-
-    async def aclose(self) -> None:
-        await self._client.close()
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         with translated(self._name):

@@ -28,7 +28,7 @@ from pressloop.providers.base import (
     TextDelta,
 )
 from pressloop.providers.errors_map import garbage, translated
-from pressloop.providers.wire import WireModel, decode_arguments, parse
+from pressloop.providers.wire import SDKProvider, WireModel, decode_arguments, parse
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
@@ -174,7 +174,7 @@ class _StreamState:
         )
 
 
-class OpenAIChatProvider:
+class OpenAIChatProvider(SDKProvider):
     """A `Provider` speaking the Chat Completions API through the official `openai` SDK."""
 
     def __init__(
@@ -199,25 +199,6 @@ class OpenAIChatProvider:
             max_retries=0,  # RetryingProvider retries, with our backoff and our budget.
             default_headers=dict(extra_headers) if extra_headers else None,
         )
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    @property
-    def supports_tools(self) -> bool:
-        return True
-
-    @property
-    def base_url(self) -> str:
-        return self._base_url
-
-    async def aclose(self) -> None:
-        await self._client.close()
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         with translated(self._name):

@@ -57,3 +57,31 @@ def plain(value: object) -> object:
     if isinstance(value, BaseModel):
         return value.model_dump(by_alias=True, exclude_unset=True, warnings=False)
     return value
+
+
+class SDKProvider:
+    """What the SDK-backed adapters share: their identity and closing their HTTP client."""
+
+    _name: str
+    _model: str
+    _base_url: str
+    _client: Any
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def supports_tools(self) -> bool:
+        return True
+
+    @property
+    def base_url(self) -> str:
+        return self._base_url
+
+    async def aclose(self) -> None:
+        await self._client.close()

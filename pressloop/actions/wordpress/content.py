@@ -6,7 +6,8 @@ Posts and pages live in `posts`, categories and tags in `terms`; this module gat
 from __future__ import annotations
 
 from pressloop.actions.registry import ActionSpec
-from pressloop.actions.wordpress.posts import POST_ACTIONS, blocks
+from pressloop.actions.wordpress.blocks import blocks
+from pressloop.actions.wordpress.posts import POST_ACTIONS
 from pressloop.actions.wordpress.terms import TERM_ACTIONS
 
 CONTENT_ACTIONS: tuple[ActionSpec, ...] = (*POST_ACTIONS, *TERM_ACTIONS)

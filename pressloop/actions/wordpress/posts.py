@@ -17,139 +17,32 @@ deliberately creates duplicates.
 
 from __future__ import annotations
 
-import html
-import re
-from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from datetime import UTC, datetime
+from typing import Any
 
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
+from pressloop.actions.wordpress.blocks import blocks
 from pressloop.actions.wordpress.client import WordPressClient
 from pressloop.actions.wordpress.common import rendered, site
+from pressloop.actions.wordpress.post_params import (
+    CONTENT_LIMIT,
+    LIVE_STATUSES,
+    RECONCILE_WINDOW,
+    ROUTES,
+    CreatePostParams,
+    GetPostParams,
+    ListPostsParams,
+    PostRefParams,
+    UpdatePostParams,
+)
 from pressloop.contracts import ActionContext, Risk
 from pressloop.errors import ActionError
-
-PostType = Literal["post", "page"]
-Status = Literal["draft", "publish", "pending", "private"]
-ListStatus = Literal["any", "publish", "draft", "pending", "private", "future", "trash"]
-
-RECONCILE_WINDOW = timedelta(hours=24)
-CONTENT_LIMIT = 20_000  # characters of content shown to the model by get_post
-_ROUTES = {"post": "/wp/v2/posts", "page": "/wp/v2/pages"}
-_LIVE = "publish,future,draft,pending,private"
-
-TypeArg = Annotated[PostType, Field(description='"post" for blog posts, "page" for pages.')]
-IdArg = Annotated[int, Field(gt=0, description="The post or page id (from list_posts).")]
-_CONTENT_HELP = (
-    "The body as Gutenberg block markup (<!-- wp:paragraph --><p>...</p><!-- /wp:paragraph "
-    "-->). Plain text is accepted: paragraphs separated by blank lines become paragraph blocks."
-)
-
-
-class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ListPostsParams(_Params):
-    type: TypeArg = "post"
-    search: str = Field(default="", max_length=200, description="Words to look for.")
-    status: ListStatus = Field(default="any", description='"any" = every status except trash.')
-    categories: list[int] = Field(
-        default_factory=list, max_length=20, description="Only posts in these category ids."
-    )
-    per_page: int = Field(default=10, ge=1, le=50, description="How many per page (at most 50).")
-    page: int = Field(default=1, ge=1, description="Which page of results, from 1.")
-
-
-class GetPostParams(_Params):
-    type: TypeArg = "post"
-    id: IdArg
-
-
-class CreatePostParams(_Params):
-    type: TypeArg = "post"
-    title: str = Field(min_length=1, max_length=500, description="The title.")
-    content: str = Field(default="", max_length=200_000, description=_CONTENT_HELP)
-    status: Status = Field(
-        default="draft", description="draft (default), publish, pending, private."
-    )
-    excerpt: str | None = Field(default=None, max_length=2000, description="A short summary.")
-    categories: list[int] | None = Field(
-        default=None, max_length=20, description="Category ids (posts only; list_categories)."
-    )
-    tags: list[int] | None = Field(
-        default=None, max_length=50, description="Tag ids (posts only; list_tags)."
-    )
-
-
-class UpdatePostParams(_Params):
-    type: TypeArg = "post"
-    id: IdArg
-    title: str | None = Field(default=None, min_length=1, max_length=500, description="New title.")
-    content: str | None = Field(default=None, max_length=200_000, description=_CONTENT_HELP)
-    excerpt: str | None = Field(default=None, max_length=2000, description="New excerpt.")
-    status: Status | None = Field(default=None, description="New status.")
-    categories: list[int] | None = Field(
-        default=None, max_length=20, description="Category ids; replaces the current ones."
-    )
-    tags: list[int] | None = Field(
-        default=None, max_length=50, description="Tag ids; replaces the current ones."
-    )
-
-
-class PostRefParams(_Params):
-    type: TypeArg = "post"
-    id: IdArg
-
-
-# -- block markup ---------------------------------------------------------------------------------
-
-_BLOCK = re.compile(r"<!--\s*wp:")
-_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
-_HEADING = re.compile(r"^<h([1-6])(\s[^>]*)?>(.*)</h\1>$", re.DOTALL | re.IGNORECASE)
-_PARAGRAPH = re.compile(r"^<p(\s[^>]*)?>(.*)</p>$", re.DOTALL | re.IGNORECASE)
-_BLOCK_HTML = re.compile(
-    r"^<(div|ul|ol|table|figure|blockquote|pre|section|iframe|hr|img|form|script|style)\b",
-    re.IGNORECASE,
-)
-
-
-def blocks(content: str) -> str:
-    """Block markup as given; plain text or bare HTML wrapped into blocks: paragraphs (split at
-    blank lines; single newlines become <br>), <h1>-<h6> headings, other block-level HTML as a
-    Custom HTML block. Text without any tags is HTML-escaped."""
-    if not content.strip() or _BLOCK.search(content):
-        return content
-    out = []
-    for chunk in re.split(r"\n\s*\n", content.strip()):
-        chunk = chunk.strip()
-        if not chunk:
-            continue
-        if heading := _HEADING.match(chunk):
-            level = int(heading.group(1))
-            attrs = "" if level == 2 else f' {{"level":{level}}}'
-            out.append(
-                f"<!-- wp:heading{attrs} -->\n<h{level}>{heading.group(3).strip()}</h{level}>\n"
-                "<!-- /wp:heading -->"
-            )
-        elif _BLOCK_HTML.match(chunk):
-            out.append(f"<!-- wp:html -->\n{chunk}\n<!-- /wp:html -->")
-        else:
-            if paragraph := _PARAGRAPH.match(chunk):
-                chunk = paragraph.group(2).strip()
-            elif not _TAG.search(chunk):
-                chunk = html.escape(chunk, quote=False)
-            inner = "<br>".join(line.strip() for line in chunk.splitlines())
-            out.append(f"<!-- wp:paragraph -->\n<p>{inner}</p>\n<!-- /wp:paragraph -->")
-    return "\n\n".join(out)
-
 
 # -- reading posts --------------------------------------------------------------------------------
 
 
 def _route(kind: str, post_id: int | None = None) -> str:
-    return _ROUTES[kind] if post_id is None else f"{_ROUTES[kind]}/{post_id}"
+    return ROUTES[kind] if post_id is None else f"{ROUTES[kind]}/{post_id}"
 
 
 def _no_terms_on_pages(kind: str, categories: Any, tags: Any) -> None:
@@ -210,7 +103,7 @@ async def list_posts(
     query: dict[str, Any] = {
         "per_page": params.per_page,
         "page": params.page,
-        "status": _LIVE if params.status == "any" else params.status,
+        "status": LIVE_STATUSES if params.status == "any" else params.status,
         "orderby": "date" if not params.search else "relevance",
         "order": "desc",
     }
@@ -268,7 +161,7 @@ async def find_created_post(
     client = site(services)
     body = _create_body(params)
     # WordPress's search reads "-word" as "without word", so the newest posts are looked at too.
-    query: dict[str, Any] = {"status": _LIVE, "order": "desc", "per_page": 20}
+    query: dict[str, Any] = {"status": LIVE_STATUSES, "order": "desc", "per_page": 20}
     candidates = [
         *(await client.get(_route(params.type), {**query, "search": params.title})),
         *(await client.get(_route(params.type), {**query, "orderby": "modified"})),

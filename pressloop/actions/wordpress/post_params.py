@@ -1,0 +1,80 @@
+"""The parameters of the post and page actions (their JSON schema is what the model sees)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PostType = Literal["post", "page"]
+Status = Literal["draft", "publish", "pending", "private"]
+ListStatus = Literal["any", "publish", "draft", "pending", "private", "future", "trash"]
+
+RECONCILE_WINDOW = timedelta(hours=24)
+CONTENT_LIMIT = 20_000  # characters of content shown to the model by get_post
+ROUTES = {"post": "/wp/v2/posts", "page": "/wp/v2/pages"}
+LIVE_STATUSES = "publish,future,draft,pending,private"
+
+TypeArg = Annotated[PostType, Field(description='"post" for blog posts, "page" for pages.')]
+IdArg = Annotated[int, Field(gt=0, description="The post or page id (from list_posts).")]
+_CONTENT_HELP = (
+    "The body as Gutenberg block markup (<!-- wp:paragraph --><p>...</p><!-- /wp:paragraph "
+    "-->). Plain text is accepted: paragraphs separated by blank lines become paragraph blocks."
+)
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ListPostsParams(_Params):
+    type: TypeArg = "post"
+    search: str = Field(default="", max_length=200, description="Words to look for.")
+    status: ListStatus = Field(default="any", description='"any" = every status except trash.')
+    categories: list[int] = Field(
+        default_factory=list, max_length=20, description="Only posts in these category ids."
+    )
+    per_page: int = Field(default=10, ge=1, le=50, description="How many per page (at most 50).")
+    page: int = Field(default=1, ge=1, description="Which page of results, from 1.")
+
+
+class GetPostParams(_Params):
+    type: TypeArg = "post"
+    id: IdArg
+
+
+class CreatePostParams(_Params):
+    type: TypeArg = "post"
+    title: str = Field(min_length=1, max_length=500, description="The title.")
+    content: str = Field(default="", max_length=200_000, description=_CONTENT_HELP)
+    status: Status = Field(
+        default="draft", description="draft (default), publish, pending, private."
+    )
+    excerpt: str | None = Field(default=None, max_length=2000, description="A short summary.")
+    categories: list[int] | None = Field(
+        default=None, max_length=20, description="Category ids (posts only; list_categories)."
+    )
+    tags: list[int] | None = Field(
+        default=None, max_length=50, description="Tag ids (posts only; list_tags)."
+    )
+
+
+class UpdatePostParams(_Params):
+    type: TypeArg = "post"
+    id: IdArg
+    title: str | None = Field(default=None, min_length=1, max_length=500, description="New title.")
+    content: str | None = Field(default=None, max_length=200_000, description=_CONTENT_HELP)
+    excerpt: str | None = Field(default=None, max_length=2000, description="New excerpt.")
+    status: Status | None = Field(default=None, description="New status.")
+    categories: list[int] | None = Field(
+        default=None, max_length=20, description="Category ids; replaces the current ones."
+    )
+    tags: list[int] | None = Field(
+        default=None, max_length=50, description="Tag ids; replaces the current ones."
+    )
+
+
+class PostRefParams(_Params):
+    type: TypeArg = "post"
+    id: IdArg
