@@ -8,14 +8,21 @@ VENV := .venv
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: setup run test lint bench services clean
+.PHONY: setup run test lint bench services browser clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install --quiet "uv==0.13.9"
 
+# --inexact: a narrower sync (make run) must not remove what a wider one (make test) installed.
 $(VENV)/.synced: $(UV) pyproject.toml uv.lock
-	$(UV) sync --frozen --all-groups
+	$(UV) sync --frozen --inexact --group dev
+	touch $@
+
+# The local model's runtime (llama-cpp-python) compiles from source the first time (4-6 min; uv
+# keeps the built wheel in its cache, so later fresh clones take seconds).
+$(VENV)/.synced-local: $(VENV)/.synced
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF" $(UV) sync --frozen --inexact --group dev --group local
 	touch $@
 
 ## setup: create the virtual environment and install the locked dependencies
@@ -33,8 +40,12 @@ run: setup
 	$(VENV)/bin/pressloop db upgrade
 	$(VENV)/bin/pressloop serve
 
-## test: run every test, on SQLite and on the real PostgreSQL
-test: setup services
+## browser: Debian's Chromium for the admin UI's end-to-end tests (Playwright drives it)
+browser:
+	bash scripts/ensure-chromium.sh
+
+## test: run every test, on SQLite and on the real PostgreSQL, the UI in a real Chromium
+test: setup $(VENV)/.synced-local services browser
 	$(VENV)/bin/pytest
 
 ## lint: ruff and mypy (strict on contracts, engine, runtime)
