@@ -69,6 +69,19 @@ class Settings(BaseSettings):
     web_fetch_allow_private: bool = Field(
         default=False, validation_alias=_env("PRESSLOOP_WEB_FETCH_ALLOW_PRIVATE")
     )
+    # web_fetch and upload_media from a URL: the longest wait for a page or file, and the
+    # largest file uploaded to the media library (bytes).
+    web_fetch_timeout_s: float = Field(
+        default=15.0, validation_alias=_env("PRESSLOOP_WEB_FETCH_TIMEOUT")
+    )
+    media_max_bytes: int = Field(
+        default=20 * 1024 * 1024, validation_alias=_env("PRESSLOOP_MEDIA_MAX_BYTES")
+    )
+    # WordPress REST calls: one request's timeout, retries of what may be retried, backoff.
+    wp_timeout_s: float = Field(default=30.0, validation_alias=_env("PRESSLOOP_WP_TIMEOUT"))
+    wp_retries: int = Field(default=2, validation_alias=_env("PRESSLOOP_WP_RETRIES"))
+    wp_retry_base_s: float = Field(default=0.5, validation_alias=_env("PRESSLOOP_WP_RETRY_BASE"))
+    wp_retry_cap_s: float = Field(default=8.0, validation_alias=_env("PRESSLOOP_WP_RETRY_CAP"))
     # Extra action packs: comma-separated modules, each with an ACTIONS list of ActionSpec.
     action_packs: str = Field(default="", validation_alias=_env("PRESSLOOP_ACTION_PACKS"))
 

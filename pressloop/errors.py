@@ -67,6 +67,26 @@ class ActionError(RunFailure):
     code = "action_error"
 
 
+class SiteError(ActionError):
+    """The site (WordPress) answered an action's call with an error: `status` is its HTTP
+    status and `site_code` the site's own error code (404, "rest_post_invalid_id"), so the
+    model, the ledger and the events can name both."""
+
+    code = "site_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        site_code: str | None = None,
+        retryable: bool | None = None,
+    ) -> None:
+        super().__init__(message, retryable=retryable)
+        self.status = status
+        self.site_code = site_code
+
+
 class LeaseLost(RunFailure):
     """This worker no longer holds the run's lease: another worker took it over."""
 

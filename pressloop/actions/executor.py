@@ -28,7 +28,7 @@ from pressloop.contracts import (
     Risk,
     StepStatus,
 )
-from pressloop.errors import ActionError, RunFailure
+from pressloop.errors import ActionError, RunFailure, SiteError
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -137,7 +137,17 @@ class Executor:
         if prior is not None and prior.action == spec.name:
             if prior.outcome is not None:
                 return prior.outcome  # already done: the stored result, the site untouched
-            found = await spec.reconcile(params, context, self.services) if spec.reconcile else None
+            try:
+                found = (
+                    await spec.reconcile(params, context, self.services) if spec.reconcile else None
+                )
+            except ActionError as failure:
+                if failure.retryable:
+                    raise
+                # Not knowing must never become doing it twice: the step fails, once.
+                outcome = _action_failed(spec, failure)
+                await ledger.outcome(context, outcome)
+                return outcome
             if found is not None:
                 outcome = _succeeded(spec, found)
             elif spec.reconcile is None:
@@ -157,7 +167,7 @@ class Executor:
         except ActionError as failure:  # e.g. the post to change does not exist
             if failure.retryable:
                 raise
-            return _failed(f"{spec.name} failed: {failure.message}", spec)
+            return _action_failed(spec, failure)
         await ledger.intent(call, spec.risk, context, snapshot)
         outcome = await self._execute(spec, params, context)
         await ledger.outcome(context, outcome)
@@ -214,7 +224,7 @@ class Executor:
         except ActionError as failure:
             if failure.retryable:
                 raise
-            return _failed(f"{spec.name} failed: {failure.message}", spec)
+            return _action_failed(spec, failure)
         except RunFailure:
             raise
         return _succeeded(spec, result)
@@ -246,11 +256,37 @@ def _pending(spec: ActionSpec, call: ActionCall, approval_id: str) -> ActionOutc
     )
 
 
-def _failed(message: str, spec: ActionSpec | None = None) -> ActionOutcome:
+def _failed(message: str, spec: ActionSpec | None = None, data: Any = None) -> ActionOutcome:
     return ActionOutcome(
         status=StepStatus.FAILED,
         content=f"error: {message}",
         summary=message,
         risk=spec.risk if spec else None,
         error=message,
+        data=data,
     )
+
+
+def _site_answer(failure: BaseException) -> SiteError | None:
+    """The site's error answer behind a failure, also when an action re-raised it with a
+    clearer message (`raise ActionError("there is no post 9") from answer`)."""
+    current: BaseException | None = failure
+    for _depth in range(8):  # a cause chain is short; never loop on a cycle
+        if current is None or isinstance(current, SiteError):
+            return current
+        current = current.__cause__
+    return None
+
+
+def _action_failed(spec: ActionSpec, failure: ActionError) -> ActionOutcome:
+    """A failed step whose message, and `data.error` in the ledger, carry the site's HTTP
+    status and error code when the site answered with one (404 rest_post_invalid_id)."""
+    message = f"{spec.name} failed: {failure.message}"
+    answer = _site_answer(failure)
+    if answer is None:
+        return _failed(message, spec)
+    said = f"{answer.status} {answer.site_code}" if answer.site_code else str(answer.status)
+    if said not in message:
+        message += f" (the site answered {said})"
+    error = {"status": answer.status, "code": answer.site_code}
+    return _failed(message, spec, data={"error": error})

@@ -2,8 +2,9 @@
 
 Every call goes through `request()`. Routes are addressed as `/?rest_route=/wp/v2/posts`, which
 every WordPress answers, with or without pretty permalinks. WordPress's error bodies
-(`{"code", "message", "data": {"status"}}`) become `ActionError`s that the model and the person
-can read: "WordPress answered 404 rest_post_invalid_id: Invalid post ID. (GET /wp/v2/posts/9)".
+(`{"code", "message", "data": {"status"}}`) become `SiteError`s (an `ActionError` that keeps the
+HTTP status and WordPress's code) that the model and the person can read: "WordPress answered
+404 rest_post_invalid_id: Invalid post ID. (GET /wp/v2/posts/9)".
 
 Retries (exponential backoff with full jitter, the sleep injected): GET, PUT and DELETE are
 retried after 5xx, 408, 429, timeouts and network errors. A POST may have taken effect even when
@@ -27,13 +28,19 @@ from typing import Any
 import httpx
 
 from pressloop.config import Settings
-from pressloop.errors import ActionError, ConfigurationError
+from pressloop.errors import ActionError, ConfigurationError, SiteError
 
 Sleep = Callable[[float], Awaitable[object]]
 Value = str | int | float | bool | None
 Params = Mapping[str, Value | list[int] | list[str]]  # lists are sent comma-separated
 
 _NOT_PROCESSED = frozenset({429, 503})  # WordPress did not act: safe to repeat even a POST
+# Refusals that WordPress answers with 500 (wp_insert_user's WP_Error carries no status): the
+# input is wrong, so repeating the call can never help.
+_REFUSED_AS_500 = frozenset({
+    "existing_user_login", "existing_user_email", "empty_user_login", "invalid_username",
+    "invalid_email", "user_login_too_long", "user_nicename_too_long", "user_url_too_long",
+})  # fmt: skip
 _CREDENTIALS = "PRESSLOOP_WP_USER and PRESSLOOP_WP_APP_PASSWORD"
 
 
@@ -85,7 +92,8 @@ class WordPressClient:
 
     @classmethod
     def from_settings(cls, settings: Settings, **options: Any) -> WordPressClient:
-        """The client for `PRESSLOOP_WP_URL`; a `ConfigurationError` names what is missing."""
+        """The client for `PRESSLOOP_WP_URL` with the PRESSLOOP_WP_TIMEOUT and _RETRIES
+        settings; a `ConfigurationError` names what is missing."""
         named = {
             "PRESSLOOP_WP_URL": settings.wp_url,
             "PRESSLOOP_WP_USER": settings.wp_user,
@@ -94,7 +102,15 @@ class WordPressClient:
         if missing := [name for name, value in named.items() if not value]:
             raise ConfigurationError(f"WordPress is not configured: set {', '.join(missing)}")
         assert settings.wp_url and settings.wp_user and settings.wp_app_password
-        return cls(settings.wp_url, settings.wp_user, settings.wp_app_password, **options)
+        tuning: dict[str, Any] = {
+            "timeout_s": settings.wp_timeout_s,
+            "max_retries": settings.wp_retries,
+            "retry_base_s": settings.wp_retry_base_s,
+            "retry_cap_s": settings.wp_retry_cap_s,
+        }
+        return cls(
+            settings.wp_url, settings.wp_user, settings.wp_app_password, **(tuning | options)
+        )
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -120,10 +136,19 @@ class WordPressClient:
         return (await self.request("GET", path, params=query)).data
 
     async def post(
-        self, path: str, json: Any = None, *, params: Params | None = None, idempotent: bool = False
+        self,
+        path: str,
+        json: Any = None,
+        *,
+        params: Params | None = None,
+        idempotent: bool = False,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
+        """POST a route; `headers` carry e.g. the step's marker on a create (`markers`)."""
         return (
-            await self.request("POST", path, json=json, params=params, idempotent=idempotent)
+            await self.request(
+                "POST", path, json=json, params=params, idempotent=idempotent, headers=headers
+            )
         ).data
 
     async def put(self, path: str, json: Any = None, *, params: Params | None = None) -> Any:
@@ -139,16 +164,18 @@ class WordPressClient:
         *,
         content_type: str | None = None,
         fields: Params | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
         """Upload a file from bytes; `fields` (title, alt_text, caption, post...) come along."""
         safe_name = re.sub(r"[^A-Za-z0-9._-]+", "-", filename).strip("-.") or "upload"
         kind = content_type or mimetypes.guess_type(safe_name)[0] or "application/octet-stream"
-        headers = {
+        sent = {
+            **(headers or {}),
             "Content-Type": kind,
             "Content-Disposition": f'attachment; filename="{safe_name}"',
         }
         response = await self.request(
-            "POST", "/wp/v2/media", params=fields, content=data, headers=headers
+            "POST", "/wp/v2/media", params=fields, content=data, headers=sent
         )
         return response.data
 
@@ -216,20 +243,23 @@ class WordPressClient:
             await self._sleep(self.delay_s(attempt))
             attempt += 1
 
-    def _status_error(self, response: httpx.Response, what: str) -> ActionError:
+    def _status_error(self, response: httpx.Response, what: str) -> SiteError:
         status = response.status_code
         if response.is_redirect:
-            return ActionError(
+            return SiteError(
                 f"WordPress redirected {what} to {response.headers.get('location', '?')}: set "
                 "PRESSLOOP_WP_URL to the site's own address",
+                status=status,
                 retryable=False,
             )
         try:
             body = response.json()
         except ValueError:
             body = None
+        site_code: str | None = None
         if isinstance(body, dict) and isinstance(body.get("code"), str):
-            detail = f"{body['code']}: {_plain(str(body.get('message', '')))}"
+            site_code = body["code"]
+            detail = f"{site_code}: {_plain(str(body.get('message', '')))}"
             data = body.get("data")
             invalid = data.get("params") if isinstance(data, dict) else None
             if isinstance(invalid, dict):
@@ -246,7 +276,12 @@ class WordPressClient:
             )
         elif status == 403:
             message += f". The user {self.user!r} (PRESSLOOP_WP_USER) lacks the permission"
-        return ActionError(message, retryable=status >= 500 or status in (408, 429))
+        return SiteError(
+            message,
+            status=status,
+            site_code=site_code,
+            retryable=(status >= 500 and site_code not in _REFUSED_AS_500) or status in (408, 429),
+        )
 
 
 def _param(value: Value | list[int] | list[str]) -> str:
@@ -273,8 +308,9 @@ def _decode(response: httpx.Response, what: str) -> Any:
     try:
         return response.json()
     except ValueError as exc:
-        raise ActionError(
+        raise SiteError(
             f"WordPress answered {response.status_code} with a body that is not JSON "
             f"({what}): {_preview(response)}",
+            status=response.status_code,
             retryable=False,
         ) from exc
