@@ -7,8 +7,9 @@ The recipe (issue 4, measured on Debian 12 with WordPress 6.1, PHP 8.2 and Maria
    its own process group.
 2. A copy of Debian's `/usr/share/wordpress` (a copy, not a link: PHP resolves `__FILE__`
    through links and Debian's own config lookup would take over) with our own `wp-config.php`
-   (`WP_ENVIRONMENT_TYPE` `local`, which Application Passwords need over plain HTTP) and an
-   mu-plugin that reports mail as sent (there is no mail server).
+   (`WP_ENVIRONMENT_TYPE` `local`, which Application Passwords need over plain HTTP) and two
+   mu-plugins: one reports mail as sent (there is no mail server), the other is
+   `pressloop-calls.php`, which a real site installs too (exact reconcile of creates).
 3. Install from PHP before serving (`php/install.php`): `wp_install`, pretty permalinks, an
    Application Password for the admin.
 4. Serve with PHP's built-in server and 4 workers (one worker deadlocks any request in which
@@ -16,8 +17,9 @@ The recipe (issue 4, measured on Debian 12 with WordPress 6.1, PHP 8.2 and Maria
    group: killing only the master would leave the workers on the port.
 
 `snapshot()` copies the database (into a second database, table by table) and the
-`wp-content/plugins` and `uploads` folders; `restore()` copies them back, so each test starts
-from the same site. WP-CLI does not exist here: `run_php()` runs PHP with WordPress loaded.
+`wp-content/plugins`, `mu-plugins` and `uploads` folders; `restore()` copies them back, so each
+test starts from the same site. WP-CLI does not exist here: `run_php()` runs PHP with WordPress
+loaded.
 
 The class is synchronous on purpose: it manages processes, and is used from pytest's session
 fixtures and from the command line before the event loop starts.
@@ -45,12 +47,16 @@ import httpx
 
 from pressloop.wordpress import host
 from pressloop.wordpress.host import LocalSiteError
+from pressloop.wordpress.snapshots import copy_tables, replace_tree
 
 DB_NAME = "wordpress"
 SNAPSHOT_DB = "pressloop_snapshot"
 # The same for mariadb-install-db and mariadbd: a 16 MB redo log keeps the data directory (in RAM
 # on /dev/shm) at about 30 MB instead of 113 MB, at no cost in speed.
 _INNODB = ("--innodb-log-file-size=16M",)
+_SNAPSHOT_FOLDERS = ("plugins", "mu-plugins", "uploads")
+# php/ file -> its name in wp-content/mu-plugins
+MU_PLUGINS = {"mu-plugin.php": "pressloop-local.php", "pressloop-calls.php": "pressloop-calls.php"}
 _PHP_INI = (
     "-d", "memory_limit=256M", "-d", "upload_max_filesize=64M", "-d", "post_max_size=64M",
 )  # fmt: skip
@@ -138,6 +144,7 @@ class LocalSite:
             state = self.home / "site.json"
             if state.is_file():
                 self._load_state(state)
+                self._write_mu_plugins()  # a kept site gets the current versions too
                 self._start_mariadbd()
             else:
                 self._install()
@@ -172,20 +179,20 @@ class LocalSite:
     # -- snapshots and commands ---------------------------------------------------------------
 
     def snapshot(self) -> None:
-        """Remember the database and the plugins and uploads folders as they are now."""
+        """Remember the database and the plugins, mu-plugins and uploads folders as they are."""
         tables = self.sql(f"SHOW TABLES FROM `{DB_NAME}`").split()
-        self.sql(_copy_tables(DB_NAME, SNAPSHOT_DB, tables))
+        self.sql(copy_tables(DB_NAME, SNAPSHOT_DB, tables))
         self._snapshot_tables = tables
-        for name in ("plugins", "uploads"):
-            _replace_tree(self.docroot / "wp-content" / name, self.home / "snapshot" / name)
+        for name in _SNAPSHOT_FOLDERS:
+            replace_tree(self.docroot / "wp-content" / name, self.home / "snapshot" / name)
 
     def restore(self) -> None:
         """Put back what `snapshot()` saw: every table, plugin and upload (tens of ms)."""
         if not self._snapshot_tables:
             raise LocalSiteError("restore() needs a snapshot() first")
-        self.sql(_copy_tables(SNAPSHOT_DB, DB_NAME, self._snapshot_tables))
-        for name in ("plugins", "uploads"):
-            _replace_tree(self.home / "snapshot" / name, self.docroot / "wp-content" / name)
+        self.sql(copy_tables(SNAPSHOT_DB, DB_NAME, self._snapshot_tables))
+        for name in _SNAPSHOT_FOLDERS:
+            replace_tree(self.home / "snapshot" / name, self.docroot / "wp-content" / name)
 
     def sql(self, statements: str) -> str:
         """Run SQL through the `mariadb` client on the site's socket; the tab-separated output."""
@@ -252,8 +259,7 @@ class LocalSite:
         shutil.copytree(host.WORDPRESS_SOURCE, self.docroot)  # links followed: files are copied
         (self.docroot / "wp-config.php").write_text(self._wp_config())
         content = self.docroot / "wp-content"
-        (content / "mu-plugins").mkdir(exist_ok=True)
-        (content / "mu-plugins" / "pressloop-local.php").write_text(_php_file("mu-plugin.php"))
+        self._write_mu_plugins()  # before install: wp_install sends mail
         (content / "uploads").mkdir(exist_ok=True)
         for plugin in self.plugins:
             target = content / "plugins" / plugin.name
@@ -274,6 +280,12 @@ class LocalSite:
         output = self._php([str(installer), str(self.docroot)], stdin=json.dumps(settings))
         self.app_password = json.loads(output)["app_password"]
         self._save_state(self.home / "site.json")
+
+    def _write_mu_plugins(self) -> None:
+        folder = self.docroot / "wp-content" / "mu-plugins"
+        folder.mkdir(exist_ok=True)
+        for source, target in MU_PLUGINS.items():
+            (folder / target).write_text(_php_file(source))
 
     def _wp_config(self) -> str:
         defines: dict[str, str | bool] = {
@@ -373,25 +385,3 @@ class LocalSite:
 
 def _php_file(name: str) -> str:
     return resources.files(__package__).joinpath("php", name).read_text()
-
-
-def _copy_tables(source: str, target: str, tables: Sequence[str]) -> str:
-    """SQL that makes database `target` an exact copy of `tables` in `source`."""
-    statements = [
-        f"DROP DATABASE IF EXISTS `{target}`",
-        f"CREATE DATABASE `{target}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_520_ci",
-    ]
-    for table in tables:
-        statements += [
-            f"CREATE TABLE `{target}`.`{table}` LIKE `{source}`.`{table}`",
-            f"INSERT INTO `{target}`.`{table}` SELECT * FROM `{source}`.`{table}`",
-        ]
-    return ";\n".join(statements) + ";\n"
-
-
-def _replace_tree(source: Path, target: Path) -> None:
-    shutil.rmtree(target, ignore_errors=True)
-    if source.exists():
-        shutil.copytree(source, target)
-    else:
-        target.mkdir(parents=True)

@@ -20,6 +20,7 @@ from pressloop.actions.executor import Executor
 from pressloop.actions.registry import ActionServices, Registry
 from pressloop.actions.wordpress import WordPressClient
 from pressloop.actions.wordpress.admin import ADMIN_ACTIONS
+from pressloop.actions.wordpress.markers import marker_headers
 from pressloop.contracts import (
     ActionCall,
     ActionContext,
@@ -158,16 +159,33 @@ async def test_create_user_reconciles_and_refuses_administrators(admin: Admin) -
     assert "set_user_role" in error and await admin.user_ids() == {1}
 
     # A worker died after WordPress created the user but before the outcome was recorded.
-    made = await admin.client.post(
-        "/wp/v2/users", {"username": "ana", "email": "ana@example.org", "password": "pw-123456"}
-    )
     call = ActionCall(
         id="c", name="create_user", params={"username": "ana", "email": "ana@example.org"}
     )
-    admin.ledger.steps[("run-1", admin.step + 1)] = Step(call=call, snapshot=None)
-    again = await admin.executor.run(call, admin.context(OPEN))
+    context = admin.context(OPEN)
+    made = await admin.client.post(
+        "/wp/v2/users",
+        {"username": "ana", "email": "ana@example.org", "password": "pw-123456"},
+        headers=marker_headers(context),  # as the interrupted attempt sent it
+    )
+    admin.ledger.steps[("run-1", context.step_index)] = Step(call=call, snapshot=None)
+    again = await admin.executor.run(call, context)
     assert again.status is StepStatus.SUCCEEDED and again.data["id"] == made["id"]
+    assert "created user" in again.summary
     assert await admin.user_ids() == {1, made["id"]}  # not created twice
+
+    # The same login made by someone else (no marker) is not taken for this step's work: the
+    # step runs, and WordPress's refusal is a clear, final error with its status and code.
+    await admin.client.post(
+        "/wp/v2/users", {"username": "bo", "email": "bo@example.org", "password": "pw-123456"}
+    )
+    call = ActionCall(id="d", name="create_user", params={"username": "bo", "email": "x@y.org"})
+    context = admin.context(OPEN)
+    admin.ledger.steps[("run-1", context.step_index)] = Step(call=call, snapshot=None)
+    refused = await admin.executor.run(call, context)
+    assert refused.status is StepStatus.FAILED
+    assert "500 existing_user_login" in refused.content
+    assert refused.data == {"error": {"status": 500, "code": "existing_user_login"}}
 
 
 async def test_set_user_role_previews_and_undo_restores_the_roles(admin: Admin) -> None:
@@ -316,8 +334,10 @@ async def test_comments_list_moderate_reply_delete(admin: Admin) -> None:
     params = SPECS["reply_to_comment"].params.model_validate(
         {"comment_id": 1, "content": "Thanks for stopping by!"}
     )
+    admin.step -= 1  # the reply's own (run, step), as a resumed run asks
     found = await reconcile(params, admin.context(OPEN), admin.executor.services)
     assert found is not None and found.content["id"] == reply["id"]
+    assert await reconcile(params, admin.context(OPEN), admin.executor.services) is None
 
     await admin.ok("delete_comment", id=1)
     assert (await admin.client.get("/wp/v2/comments/1"))["status"] == "trash"
@@ -326,7 +346,48 @@ async def test_comments_list_moderate_reply_delete(admin: Admin) -> None:
     await admin.ok("delete_comment", id=cid, force=True)
     with pytest.raises(ActionError, match="404"):
         await admin.client.get(f"/wp/v2/comments/{cid}")
-    with pytest.raises(ActionError, match="permanently"):
+
+
+async def test_undo_of_a_forced_delete_recreates_the_comment_and_its_thread(
+    admin: Admin,
+) -> None:
+    made = await admin.client.post(
+        "/wp/v2/comments",
+        {"post": 1, "content": "Lovely recipe.", "author_name": "Ann",
+         "author_email": "ann@example.org", "author_url": "https://ann.example.org",
+         "date_gmt": "2024-03-01T10:00:00", "status": "hold"},
+    )  # fmt: skip
+    cid = made["id"]
+    answer = await admin.client.post(
+        "/wp/v2/comments", {"post": 1, "parent": cid, "content": "Thank you, Ann!"}
+    )
+    shown = await admin.preview("delete_comment", id=cid, force=True)
+    assert shown["after"] is None and "new id" in shown["undo"]
+
+    await admin.ok("delete_comment", id=cid, force=True)
+    with pytest.raises(ActionError, match="404"):
+        await admin.client.get(f"/wp/v2/comments/{cid}")
+    moved_up = await admin.client.get(f"/wp/v2/comments/{answer['id']}")
+    assert moved_up["parent"] == 0  # WordPress moved the reply up a level
+
+    undone = await admin.undo("delete_comment")
+    new = undone["id"]
+    assert new != cid and undone["id_changed"] and undone["previous_id"] == cid
+    assert undone["replies_moved_back"] == [answer["id"]]
+    back = await admin.client.get(f"/wp/v2/comments/{new}")
+    assert (back["post"], back["status"], back["content"]["raw"]) == (1, "hold", "Lovely recipe.")
+    assert (back["author_name"], back["author_email"]) == ("Ann", "ann@example.org")
+    assert back["author_url"] == "https://ann.example.org"
+    assert back["date_gmt"] == "2024-03-01T10:00:00"
+    assert (await admin.client.get(f"/wp/v2/comments/{answer['id']}"))["parent"] == new
+
+
+async def test_a_deleted_comment_on_a_closed_post_cannot_return_and_says_why(
+    admin: Admin,
+) -> None:
+    await admin.ok("delete_comment", id=1, force=True)
+    await admin.client.post("/wp/v2/posts/1", {"comment_status": "closed"}, idempotent=True)
+    with pytest.raises(ActionError, match="403 rest_comment_closed"):
         await admin.undo("delete_comment")
 
 

@@ -346,8 +346,11 @@ async def test_reconcile_finds_a_created_category_and_undo_deletes_it(wp: Harnes
     assert await spec.reconcile(params, wp.context(), wp.services) is None
     created = await wp.ok("create_category", name="Recipes & Tips")
     create_step = wp.step
+    wp.step -= 1  # the same (run, step) as the create, as a resumed run asks
     found = await spec.reconcile(params, wp.context(), wp.services)
     assert found is not None and found.content["id"] == created["id"]
+    # Another step did not make it: the marker tells them apart.
+    assert await spec.reconcile(params, wp.context(), wp.services) is None
     listed = await wp.ok("list_categories", search="Recipes")
     assert [c["name"] for c in listed["categories"]] == ["Recipes & Tips"]
 

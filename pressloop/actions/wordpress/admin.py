@@ -4,6 +4,7 @@ comments and media (DESIGN.md section 5). Each part lives in its own module."""
 from __future__ import annotations
 
 from pressloop.actions.registry import ActionSpec
+from pressloop.actions.wordpress.comment_delete import DELETE_COMMENT
 from pressloop.actions.wordpress.comments import COMMENT_ACTIONS
 from pressloop.actions.wordpress.media import MEDIA_ACTIONS
 from pressloop.actions.wordpress.settings_plugins import SETTINGS_PLUGIN_ACTIONS
@@ -15,6 +16,7 @@ ADMIN_ACTIONS: tuple[ActionSpec, ...] = (
     *USER_ROLE_ACTIONS,
     *SETTINGS_PLUGIN_ACTIONS,
     *COMMENT_ACTIONS,
+    DELETE_COMMENT,
     *MEDIA_ACTIONS,
 )
 

@@ -1,4 +1,4 @@
-"""Comment actions: list, moderate, reply, delete.
+"""Comment actions: list, moderate, reply (deleting is in `comment_delete`).
 
 Comments are written by the public: any result carrying their text or author is `untrusted`,
 so the runtime keeps it away from instructions (DESIGN.md section 5 and issue 4, point 9).
@@ -15,11 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
 from pressloop.actions.wordpress.client import WordPressClient
 from pressloop.actions.wordpress.common import rendered, site
+from pressloop.actions.wordpress.markers import marked, marker_headers
 from pressloop.contracts import ActionContext, Risk
 from pressloop.errors import ActionError
 
 Verb = Literal["approve", "hold", "spam", "trash"]
-_VERB = {"approved": "approve", "hold": "hold", "spam": "spam", "trash": "trash"}
+VERB = {"approved": "approve", "hold": "hold", "spam": "spam", "trash": "trash"}
 
 
 class ListCommentsParams(BaseModel):
@@ -45,15 +46,7 @@ class ReplyParams(BaseModel):
     content: str = Field(min_length=1, max_length=5000, description="The reply's text.")
 
 
-class DeleteCommentParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    id: int = Field(ge=1, description="The comment id.")
-    force: bool = Field(
-        default=False, description="Delete permanently (cannot be undone) instead of trashing."
-    )
-
-
-def _comment(item: dict[str, Any], *, text: bool = True) -> dict[str, Any]:
+def brief(item: dict[str, Any], *, text: bool = True) -> dict[str, Any]:
     found = {
         "id": item["id"],
         "post": item.get("post"),
@@ -67,7 +60,7 @@ def _comment(item: dict[str, Any], *, text: bool = True) -> dict[str, Any]:
     return found
 
 
-async def _get(wp: WordPressClient, comment_id: int) -> dict[str, Any]:
+async def get_comment(wp: WordPressClient, comment_id: int) -> dict[str, Any]:
     found: dict[str, Any] = await wp.get(f"/wp/v2/comments/{comment_id}")
     return found
 
@@ -77,7 +70,7 @@ async def list_comments(
 ) -> ActionResult:
     query = params.model_dump(exclude_none=True) | {"context": "edit"}
     response = await site(services).request("GET", "/wp/v2/comments", params=query)
-    comments = [_comment(c) for c in response.data]
+    comments = [brief(c) for c in response.data]
     total = response.total if response.total is not None else len(comments)
     return ActionResult(
         content={"comments": comments, "total": total},
@@ -88,34 +81,34 @@ async def list_comments(
 
 async def _set_status(wp: WordPressClient, comment_id: int, verb: str) -> dict[str, Any]:
     changed = await wp.post(f"/wp/v2/comments/{comment_id}", {"status": verb}, idempotent=True)
-    return _comment(changed, text=False)
+    return brief(changed, text=False)
 
 
 async def status_before(
-    params: ModerateCommentParams | DeleteCommentParams,
+    params: ModerateCommentParams,
     _c: ActionContext,
     services: ActionServices,
 ) -> dict[str, Any]:
-    found = await _get(site(services), params.id)
+    found = await get_comment(site(services), params.id)
     return {"id": found["id"], "status": found["status"]}
 
 
 async def moderate_preview(
     params: ModerateCommentParams, context: ActionContext, services: ActionServices
 ) -> dict[str, Any]:
-    found = await _get(site(services), params.id)
-    after = next(k for k, v in _VERB.items() if v == params.action)
-    return {"before": _comment(found), "after": {"id": params.id, "status": after}}
+    found = await get_comment(site(services), params.id)
+    after = next(k for k, v in VERB.items() if v == params.action)
+    return {"before": brief(found), "after": {"id": params.id, "status": after}}
 
 
 async def moderate_comment(
     params: ModerateCommentParams, _c: ActionContext, services: ActionServices
 ) -> ActionResult:
     wp = site(services)
-    before = await _get(wp, params.id)
-    if _VERB.get(before["status"]) == params.action:
+    before = await get_comment(wp, params.id)
+    if VERB.get(before["status"]) == params.action:
         return ActionResult(
-            content=_comment(before, text=False) | {"changed": False},
+            content=brief(before, text=False) | {"changed": False},
             summary=f"comment #{params.id} was already {before['status']}",
         )
     after = await _set_status(wp, params.id, params.action)
@@ -128,7 +121,7 @@ async def moderate_comment(
 async def restore_status(
     snapshot: dict[str, Any], _data: Any, services: ActionServices
 ) -> ActionResult:
-    verb = _VERB.get(snapshot["status"])
+    verb = VERB.get(snapshot["status"])
     if verb is None:
         raise ActionError(f"cannot restore comment status {snapshot['status']!r}")
     after = await _set_status(site(services), snapshot["id"], verb)
@@ -138,30 +131,40 @@ async def restore_status(
 
 
 async def reply_to_comment(
-    params: ReplyParams, _c: ActionContext, services: ActionServices
+    params: ReplyParams, context: ActionContext, services: ActionServices
 ) -> ActionResult:
     wp = site(services)
-    parent = await _get(wp, params.comment_id)
+    parent = await get_comment(wp, params.comment_id)
     body = {"post": parent["post"], "parent": parent["id"], "content": params.content}
-    reply = _comment(await wp.post("/wp/v2/comments", body), text=False)
+    made = await wp.post("/wp/v2/comments", body, headers=marker_headers(context))
+    reply = brief(made, text=False)
     return ActionResult(
         content=reply, summary=f"replied to comment #{parent['id']} with #{reply['id']}"
     )
 
 
 async def reply_posted(
-    params: ReplyParams, _c: ActionContext, services: ActionServices
+    params: ReplyParams, context: ActionContext, services: ActionServices
 ) -> ActionResult | None:
+    """The reply an interrupted attempt of this step posted: by the step's marker where the
+    site tags creates (`markers`), else a reply to that comment with exactly this text."""
     wp = site(services)
-    query: dict[str, Any] = {"parent": params.comment_id, "status": "all", "per_page": 100}
-    for item in await wp.get("/wp/v2/comments", query):
-        if (rendered(item.get("content")) or "").strip() == params.content.strip():
-            reply = _comment(item, text=False)
-            return ActionResult(
-                content=reply,
-                summary=f"replied to comment #{params.comment_id} with #{reply['id']}",
-            )
-    return None
+    made = await marked(wp, context, "comment")
+    if made is not None:
+        replies = [await get_comment(wp, made[0].id)] if made else []
+    else:
+        query: dict[str, Any] = {"parent": params.comment_id, "status": "all", "per_page": 100}
+        replies = [
+            item
+            for item in await wp.get("/wp/v2/comments", query)
+            if (rendered(item.get("content")) or "").strip() == params.content.strip()
+        ]
+    if not replies:
+        return None
+    reply = brief(replies[0], text=False)
+    return ActionResult(
+        content=reply, summary=f"replied to comment #{params.comment_id} with #{reply['id']}"
+    )
 
 
 async def undo_reply(
@@ -169,35 +172,6 @@ async def undo_reply(
 ) -> ActionResult:
     await site(services).delete(f"/wp/v2/comments/{data['id']}", {"force": True})
     return ActionResult(content={"deleted": data["id"]}, summary=f"deleted reply #{data['id']}")
-
-
-async def delete_comment_preview(
-    params: DeleteCommentParams, _c: ActionContext, services: ActionServices
-) -> dict[str, Any]:
-    found = await _get(site(services), params.id)
-    return {"before": _comment(found), "after": None if params.force else {"status": "trash"}}
-
-
-async def delete_comment(
-    params: DeleteCommentParams, _c: ActionContext, services: ActionServices
-) -> ActionResult:
-    wp = site(services)
-    if not params.force and (await _get(wp, params.id))["status"] == "trash":
-        raise ActionError(f"comment #{params.id} is already in the trash; force deletes it")
-    await wp.delete(f"/wp/v2/comments/{params.id}", {"force": params.force})
-    how = "deleted permanently" if params.force else "trashed"
-    return ActionResult(
-        content={"id": params.id, "deleted": params.force, "trashed": not params.force},
-        summary=f"comment #{params.id} {how}",
-    )
-
-
-async def undo_delete_comment(
-    snapshot: dict[str, Any], data: dict[str, Any], services: ActionServices
-) -> ActionResult:
-    if data.get("deleted"):
-        raise ActionError(f"comment #{snapshot['id']} was deleted permanently: it cannot return")
-    return await restore_status(snapshot, data, services)
 
 
 COMMENT_ACTIONS = (
@@ -226,15 +200,5 @@ COMMENT_ACTIONS = (
         handler=reply_to_comment,
         reconcile=reply_posted,
         undo=undo_reply,
-    ),
-    ActionSpec(
-        name="delete_comment",
-        description="Trash a comment, or with force delete it permanently (no undo then).",
-        params=DeleteCommentParams,
-        risk=Risk.DESTRUCTIVE,
-        handler=delete_comment,
-        preview=delete_comment_preview,
-        snapshot=status_before,
-        undo=undo_delete_comment,
     ),
 )

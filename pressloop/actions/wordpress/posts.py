@@ -4,20 +4,12 @@ One implementation for both post types: every action takes `type` ("post" or "pa
 "post"), so the model learns one set of names. Content is Gutenberg block markup; plain text or
 bare HTML is wrapped into blocks (`blocks()`), so what the agent writes edits cleanly.
 
-Undo: creates delete what they made; update, publish and trash put back the fields read before
-(the snapshot kept with the ledger intent). `delete_post` removes a post for good: no undo.
-
-Reconcile (a create interrupted after WordPress acted, before the ledger stored the outcome): the
-REST API cannot store the step's identity on the post without `register_meta` on the site, so a
-create is found again by what it wrote: the newest post of that type whose raw title, raw content
-and status are exactly the ones asked for, modified within `RECONCILE_WINDOW`. Two identical posts
-made within the window by different steps are indistinguishable, which only matters if the agent
-deliberately creates duplicates.
+Undo: update, publish and trash put back the fields read before (the snapshot kept with the
+ledger intent). `delete_post` removes a post for good: no undo. Creating lives in `post_create`.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
@@ -27,9 +19,7 @@ from pressloop.actions.wordpress.common import rendered, site
 from pressloop.actions.wordpress.post_params import (
     CONTENT_LIMIT,
     LIVE_STATUSES,
-    RECONCILE_WINDOW,
     ROUTES,
-    CreatePostParams,
     GetPostParams,
     ListPostsParams,
     PostRefParams,
@@ -41,11 +31,11 @@ from pressloop.errors import ActionError
 # -- reading posts --------------------------------------------------------------------------------
 
 
-def _route(kind: str, post_id: int | None = None) -> str:
+def route(kind: str, post_id: int | None = None) -> str:
     return ROUTES[kind] if post_id is None else f"{ROUTES[kind]}/{post_id}"
 
 
-def _no_terms_on_pages(kind: str, categories: Any, tags: Any) -> None:
+def no_terms_on_pages(kind: str, categories: Any, tags: Any) -> None:
     if kind == "page" and (categories is not None or tags is not None):
         raise ActionError("pages have no categories or tags: leave them out for a page")
 
@@ -53,7 +43,7 @@ def _no_terms_on_pages(kind: str, categories: Any, tags: Any) -> None:
 async def fetch(client: WordPressClient, kind: str, post_id: int) -> dict[str, Any]:
     """The post in edit context, or a clear error naming what was not found."""
     try:
-        found = await client.get(_route(kind, post_id))
+        found = await client.get(route(kind, post_id))
     except ActionError as error:
         if "rest_post_invalid_id" not in error.message:
             raise
@@ -63,7 +53,7 @@ async def fetch(client: WordPressClient, kind: str, post_id: int) -> dict[str, A
             f'"{other}"; list_posts finds ids)'
         ) from error
     if not isinstance(found, dict):
-        raise ActionError(f"WordPress answered GET {_route(kind, post_id)} with no post")
+        raise ActionError(f"WordPress answered GET {route(kind, post_id)} with no post")
     return found
 
 
@@ -93,7 +83,7 @@ def full(post: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _label(post: dict[str, Any]) -> str:
+def label(post: dict[str, Any]) -> str:
     return f"{post.get('type', 'post')} #{post.get('id')} {rendered(post.get('title'))!r}"
 
 
@@ -110,9 +100,9 @@ async def list_posts(
     if params.search:
         query["search"] = params.search
     if params.categories:
-        _no_terms_on_pages(params.type, params.categories, None)
+        no_terms_on_pages(params.type, params.categories, None)
         query["categories"] = params.categories
-    response = await site(services).request("GET", _route(params.type), params=query)
+    response = await site(services).request("GET", route(params.type), params=query)
     items = [brief(p) for p in response.data or []]
     total = response.total if response.total is not None else len(items)
     return ActionResult(
@@ -126,69 +116,7 @@ async def get_post(
     params: GetPostParams, context: ActionContext, services: ActionServices
 ) -> ActionResult:
     post = await fetch(site(services), params.type, params.id)
-    return ActionResult(content=full(post), summary=f"read {_label(post)}", untrusted=True)
-
-
-# -- create ---------------------------------------------------------------------------------------
-
-
-def _create_body(params: CreatePostParams) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "title": params.title,
-        "content": blocks(params.content),
-        "status": params.status,
-    }
-    if params.excerpt is not None:
-        body["excerpt"] = params.excerpt
-    for terms in ("categories", "tags"):
-        if (value := getattr(params, terms)) is not None:
-            body[terms] = value
-    return body
-
-
-async def create_post(
-    params: CreatePostParams, context: ActionContext, services: ActionServices
-) -> ActionResult:
-    _no_terms_on_pages(params.type, params.categories, params.tags)
-    post = await site(services).post(_route(params.type), json=_create_body(params))
-    return ActionResult(content=brief(post), summary=f"created {_label(post)} ({post['status']})")
-
-
-async def find_created_post(
-    params: CreatePostParams, context: ActionContext, services: ActionServices
-) -> ActionResult | None:
-    """The post an interrupted attempt of this create made, if any (see the module's notes)."""
-    client = site(services)
-    body = _create_body(params)
-    # WordPress's search reads "-word" as "without word", so the newest posts are looked at too.
-    query: dict[str, Any] = {"status": LIVE_STATUSES, "order": "desc", "per_page": 20}
-    candidates = [
-        *(await client.get(_route(params.type), {**query, "search": params.title})),
-        *(await client.get(_route(params.type), {**query, "orderby": "modified"})),
-    ]
-    since = datetime.now(UTC) - RECONCILE_WINDOW
-    for post in candidates:
-        modified = datetime.fromisoformat(post.get("modified_gmt") or "1970-01-01T00:00:00")
-        if (
-            rendered(post.get("title")) == body["title"]
-            and (rendered(post.get("content")) or "") == body["content"]
-            and post.get("status") in (body["status"], "future")
-            and modified.replace(tzinfo=UTC) >= since
-        ):
-            found = brief(post)
-            return ActionResult(content=found, summary=f"created {_label(post)} (found again)")
-    return None
-
-
-async def delete_created_post(snapshot: Any, result: Any, services: ActionServices) -> ActionResult:
-    if not isinstance(result, dict) or not result.get("id"):
-        raise ActionError("cannot undo: the created post's id is not known")
-    kind = result.get("type") or "post"
-    await site(services).delete(_route(kind, int(result["id"])), {"force": True})
-    return ActionResult(
-        content={"deleted": result["id"], "type": kind},
-        summary=f"undone: deleted the created {kind} #{result['id']}",
-    )
+    return ActionResult(content=full(post), summary=f"read {label(post)}", untrusted=True)
 
 
 # -- update and publish ---------------------------------------------------------------------------
@@ -213,7 +141,7 @@ async def update_snapshot(
     changes = _changes(params)
     if not changes:
         raise ActionError("nothing to change: give at least one of " + ", ".join(_FIELDS))
-    _no_terms_on_pages(params.type, params.categories, params.tags)
+    no_terms_on_pages(params.type, params.categories, params.tags)
     post = await fetch(site(services), params.type, params.id)
     return {"type": params.type, "id": params.id, "fields": _fields(post, list(changes))}
 
@@ -231,13 +159,13 @@ async def update_post(
     changes = _changes(params)
     if not changes:
         raise ActionError("nothing to change: give at least one of " + ", ".join(_FIELDS))
-    _no_terms_on_pages(params.type, params.categories, params.tags)
+    no_terms_on_pages(params.type, params.categories, params.tags)
     client = site(services)
     await fetch(client, params.type, params.id)  # a clear error for an id that is not there
-    post = await client.post(_route(params.type, params.id), json=changes, idempotent=True)
+    post = await client.post(route(params.type, params.id), json=changes, idempotent=True)
     return ActionResult(
         content={**brief(post), "changed": sorted(changes)},
-        summary=f"updated {', '.join(sorted(changes))} of {_label(post)}",
+        summary=f"updated {', '.join(sorted(changes))} of {label(post)}",
     )
 
 
@@ -247,10 +175,10 @@ async def restore_fields(snapshot: Any, result: Any, services: ActionServices) -
         raise ActionError("cannot undo: no snapshot of the fields before the change")
     kind, post_id = snapshot["type"], int(snapshot["id"])
     fields = dict(snapshot["fields"])
-    post = await site(services).post(_route(kind, post_id), json=fields, idempotent=True)
+    post = await site(services).post(route(kind, post_id), json=fields, idempotent=True)
     return ActionResult(
         content={**brief(post), "restored": sorted(fields)},
-        summary=f"undone: restored {', '.join(sorted(fields))} of {_label(post)}",
+        summary=f"undone: restored {', '.join(sorted(fields))} of {label(post)}",
     )
 
 
@@ -290,11 +218,11 @@ async def publish_post(
     client = site(services)
     current = await fetch(client, params.type, params.id)
     if current.get("status") == "trash":
-        raise ActionError(f"{_label(current)} is in the trash: restore it before publishing")
+        raise ActionError(f"{label(current)} is in the trash: restore it before publishing")
     post = await client.post(
-        _route(params.type, params.id), json={"status": "publish"}, idempotent=True
+        route(params.type, params.id), json={"status": "publish"}, idempotent=True
     )
-    return ActionResult(content=brief(post), summary=f"published {_label(post)}")
+    return ActionResult(content=brief(post), summary=f"published {label(post)}")
 
 
 # -- trash and delete -----------------------------------------------------------------------------
@@ -316,9 +244,9 @@ async def trash_post(
     client = site(services)
     current = await fetch(client, params.type, params.id)
     if current.get("status") == "trash":
-        raise ActionError(f"{_label(current)} is already in the trash")
-    post = await client.delete(_route(params.type, params.id))
-    return ActionResult(content=brief(post), summary=f"moved {_label(post)} to the trash")
+        raise ActionError(f"{label(current)} is already in the trash")
+    post = await client.delete(route(params.type, params.id))
+    return ActionResult(content=brief(post), summary=f"moved {label(post)} to the trash")
 
 
 async def delete_preview(
@@ -333,7 +261,7 @@ async def delete_post(
 ) -> ActionResult:
     client = site(services)
     await fetch(client, params.type, params.id)
-    answer = await client.delete(_route(params.type, params.id), {"force": True})
+    answer = await client.delete(route(params.type, params.id), {"force": True})
     previous = answer.get("previous", {}) if isinstance(answer, dict) else {}
     return ActionResult(
         content={
@@ -364,16 +292,6 @@ POST_ACTIONS: tuple[ActionSpec, ...] = (
         params=GetPostParams,
         risk=Risk.READ,
         handler=get_post,
-    ),
-    ActionSpec(
-        name="create_post",
-        description="Create a post (or page); a draft unless status says otherwise. Content is "
-        "Gutenberg block markup or plain text." + _TYPE_NOTE,
-        params=CreatePostParams,
-        risk=Risk.WRITE,
-        handler=create_post,
-        reconcile=find_created_post,
-        undo=delete_created_post,
     ),
     ActionSpec(
         name="update_post",

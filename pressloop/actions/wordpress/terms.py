@@ -6,8 +6,10 @@ actions therefore have a preview but no undo.
 
 Term names come back HTML-escaped ("Tea &amp; Cake"): results show them unescaped.
 
-Reconcile for a create: WordPress refuses a second term with the same name (and parent), so a
-term of exactly that name found after an interrupted attempt is the one that attempt made.
+Reconcile for a create: by the step's marker on a site with the `pressloop-calls.php`
+mu-plugin (`markers`). Without it: WordPress refuses a second term with the same name (and
+parent), so a term of exactly that name found after an interrupted attempt is taken as the one
+that attempt made (a person may have made it in between; the marker tells them apart).
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
 from pressloop.actions.wordpress.client import WordPressClient
 from pressloop.actions.wordpress.common import site
+from pressloop.actions.wordpress.markers import marked, marker_headers
 from pressloop.contracts import ActionContext, Risk
 from pressloop.errors import ActionError
 
 Taxonomy = Literal["category", "tag"]
 _ROUTES = {"category": "/wp/v2/categories", "tag": "/wp/v2/tags"}
+_TAXONOMIES = {"category": "category", "tag": "post_tag"}  # WordPress's own names
 
 
 class _Params(BaseModel):
@@ -116,7 +120,9 @@ def _creating(taxonomy: Taxonomy) -> Any:
         context: ActionContext,
         services: ActionServices,
     ) -> ActionResult:
-        term = await site(services).post(_ROUTES[taxonomy], json=_body(params))
+        term = await site(services).post(
+            _ROUTES[taxonomy], json=_body(params), headers=marker_headers(context)
+        )
         found = _brief(term)
         return ActionResult(
             content={**found, "taxonomy": taxonomy},
@@ -126,14 +132,26 @@ def _creating(taxonomy: Taxonomy) -> Any:
     return handler
 
 
+def _made(taxonomy: Taxonomy, term: dict[str, Any]) -> ActionResult:
+    found = _brief(term)
+    return ActionResult(
+        content={**found, "taxonomy": taxonomy},
+        summary=f"created {taxonomy} #{found['id']} {found['name']!r} (found again)",
+    )
+
+
 def _finding(taxonomy: Taxonomy) -> Any:
     async def reconcile(
         params: CreateCategoryParams | CreateTagParams,
         context: ActionContext,
         services: ActionServices,
     ) -> ActionResult | None:
+        client = site(services)
+        made = await marked(client, context, "term", (_TAXONOMIES[taxonomy],))
+        if made is not None:  # the site tags creates: exact
+            return _made(taxonomy, await _fetch(client, taxonomy, made[0].id)) if made else None
         # WordPress stores term names HTML-escaped ("A &amp; B") and searches them as stored.
-        client, found_terms = site(services), []
+        found_terms: list[dict[str, Any]] = []
         for words in dict.fromkeys([html.escape(params.name, quote=False), params.name]):
             found_terms += await client.get(
                 _ROUTES[taxonomy], {"search": words, "per_page": 100, "hide_empty": False}
@@ -143,11 +161,7 @@ def _finding(taxonomy: Taxonomy) -> Any:
             if html.unescape(str(term.get("name", ""))) == params.name and (
                 taxonomy == "tag" or term.get("parent", 0) == parent
             ):
-                found = _brief(term)
-                return ActionResult(
-                    content={**found, "taxonomy": taxonomy},
-                    summary=f"created {taxonomy} #{found['id']} {found['name']!r} (found again)",
-                )
+                return _made(taxonomy, term)
         return None
 
     return reconcile

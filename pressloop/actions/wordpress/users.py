@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
 from pressloop.actions.wordpress.client import WordPressClient
 from pressloop.actions.wordpress.common import site
+from pressloop.actions.wordpress.markers import marked, marker_headers
 from pressloop.contracts import ActionContext, Risk
 from pressloop.errors import ActionError
 
@@ -155,7 +156,7 @@ async def get_user(params: UserRef, _c: ActionContext, services: ActionServices)
 
 
 async def create_user(
-    params: CreateUserParams, _c: ActionContext, services: ActionServices
+    params: CreateUserParams, context: ActionContext, services: ActionServices
 ) -> ActionResult:
     if params.role == "administrator":
         raise ActionError(
@@ -165,19 +166,25 @@ async def create_user(
     body = params.model_dump(exclude_none=True, exclude={"role", "password"})
     body["roles"] = [params.role]
     body["password"] = params.password or secrets.token_urlsafe(24)
-    user = compact(await site(services).post("/wp/v2/users", body))
+    user = compact(await site(services).post("/wp/v2/users", body, headers=marker_headers(context)))
     if params.password is None:
         user["password"] = "random, not shown: the user can reset it from the login page"
     return ActionResult(content=user, summary=f"created user #{user['id']} {user['login']}")
 
 
 async def user_created(
-    params: CreateUserParams, _c: ActionContext, services: ActionServices
+    params: CreateUserParams, context: ActionContext, services: ActionServices
 ) -> ActionResult | None:
+    """The user an interrupted attempt of this step made: by the step's marker where the site
+    tags creates (`markers`), else by the login or email, which WordPress keeps unique."""
     wp = site(services)
-    found = await search_user(wp, params.username, "username") or await search_user(
-        wp, params.email, "email"
-    )
+    made = await marked(wp, context, "user")
+    if made is not None:
+        found = await wp.get(f"/wp/v2/users/{made[0].id}") if made else None
+    else:
+        found = await search_user(wp, params.username, "username") or await search_user(
+            wp, params.email, "email"
+        )
     if found is None:
         return None
     user = compact(found)
