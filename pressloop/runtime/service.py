@@ -19,6 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from pressloop.actions.registry import ActionSpec, Registry
+from pressloop.actions.web import fetch_options
 from pressloop.config import Settings
 from pressloop.contracts import (
     FINAL_RUN_STATUSES,
@@ -117,7 +118,7 @@ class Service:
             from pressloop.actions.wordpress.client import WordPressClient
 
             self.runner.services.wordpress = WordPressClient.from_settings(settings)
-        self.runner.services.extra["web_fetch_allow_private"] = settings.web_fetch_allow_private
+        self.runner.services.extra.update(fetch_options(settings))  # web_fetch, upload_media
         self.undoer = Undo(database, self.registry, self.runner.services, now)
 
     @classmethod

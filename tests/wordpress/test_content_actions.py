@@ -28,6 +28,7 @@ from pressloop.contracts import (
 )
 from pressloop.errors import ActionError
 from pressloop.policy import resolve_policy
+from pressloop.wordpress import LocalSite
 from tests.wordpress.memory_ledger import MemoryLedger, Step
 
 SPECS = {spec.name: spec for spec in CONTENT_ACTIONS}
@@ -303,6 +304,9 @@ async def test_a_missing_post_is_a_clear_error(wp: Harness) -> None:
         outcome = await wp.run(name, policy, id=9999, **extra)
         assert outcome.status is StepStatus.FAILED
         assert "there is no post with id 9999" in outcome.content, outcome.content
+        # The clearer message keeps what WordPress said underneath it.
+        assert "(the site answered 404 rest_post_invalid_id)" in outcome.content
+        assert outcome.data == {"error": {"status": 404, "code": "rest_post_invalid_id"}}
     wrong_type = await wp.run("get_post", id=2)  # the sample page
     assert 'if it is a page, use type "page"' in wrong_type.content
     nothing = await wp.run("update_post", id=1)
@@ -316,7 +320,9 @@ async def test_a_missing_post_is_a_clear_error(wp: Harness) -> None:
 # -- reconcile -------------------------------------------------------------------------------------
 
 
-async def test_reconcile_finds_the_post_an_interrupted_create_made(wp: Harness) -> None:
+async def test_reconcile_finds_the_post_an_interrupted_create_made(
+    wp: Harness, wordpress: LocalSite
+) -> None:
     params = {"title": "Tea & <em>cake</em> -50%", "content": "Exactly once"}
     context = wp.context()
     spec = SPECS["create_post"]
@@ -328,15 +334,34 @@ async def test_reconcile_finds_the_post_an_interrupted_create_made(wp: Harness) 
     call = ActionCall(id="c", name="create_post", params=params)
     await wp.ledger.intent(call, spec.risk, context, None)
     made = await spec.handler(validated, context, wp.services)
-    await wp.client.post("/wp/v2/posts", json={"title": params["title"], "content": "Other"})
+    marker = wordpress.run_php(f"echo get_post_meta({made.content['id']}, '_pressloop_call', 1);")
+    assert marker == f"run-1:{context.step_index}"
+    # Then another step made a post just like it: only the marker tells them apart.
+    twin = await spec.handler(validated, wp.context(), wp.services)
 
     resumed = await wp.executor.run(call, context)  # the same (run, step) again
     assert resumed.status is StepStatus.SUCCEEDED and resumed.data["id"] == made.content["id"]
-    assert "found again" in resumed.summary
+    assert "found again" in resumed.summary and twin.content["id"] != made.content["id"]
     titles = [p["title"]["raw"] for p in await wp.client.get("/wp/v2/posts", {"status": "draft"})]
+    assert titles.count(params["title"]) == 2  # ours and the twin: no third
+
+
+async def test_without_the_mu_plugin_reconcile_recognises_what_the_create_wrote(
+    wp: Harness, wordpress: LocalSite
+) -> None:
+    (wordpress.docroot / "wp-content/mu-plugins/pressloop-calls.php").unlink()
+    spec = SPECS["create_post"]
+    assert spec.reconcile is not None
+    params = spec.params.model_validate({"title": "Tea & cake -50%", "content": "Exactly once"})
+    context = wp.context()
+    assert await spec.reconcile(params, context, wp.services) is None
+    await wp.client.post("/wp/v2/posts", {"title": params.title, "content": "Other words"})
+    made = await spec.handler(params, context, wp.services)
+    found = await spec.reconcile(params, context, wp.services)
+    assert found is not None and found.content["id"] == made.content["id"]
     assert (
-        titles.count(params["title"]) == 2
-    )  # the look-alike with other content, and ours: no third
+        wordpress.run_php(f"echo get_post_meta({made.content['id']}, '_pressloop_call', 1);") == ""
+    )
 
 
 async def test_reconcile_finds_a_created_category_and_undo_deletes_it(wp: Harness) -> None:
@@ -371,6 +396,9 @@ async def test_tags_and_categories_are_created_listed_and_deleted(wp: Harness) -
     assert (await wp.read(f"/wp/v2/tags/{tag['id']}"))["name"] == "green"
     duplicate = await wp.run("create_tag", name="green")
     assert duplicate.status is StepStatus.FAILED and "already exists" in duplicate.content
+    assert "400 term_exists" in duplicate.content  # WordPress's status and code, for the model
+    stored = wp.last().outcome  # and for the ledger
+    assert stored is not None and stored.data == {"error": {"status": 400, "code": "term_exists"}}
 
     categories = await wp.ok("list_categories")
     assert {c["name"] for c in categories["categories"]} == {"Uncategorized", "Drinks", "Tea"}

@@ -7,6 +7,7 @@ from pressloop.actions.registry import ActionSpec
 from pressloop.actions.wordpress.comment_delete import DELETE_COMMENT
 from pressloop.actions.wordpress.comments import COMMENT_ACTIONS
 from pressloop.actions.wordpress.media import MEDIA_ACTIONS
+from pressloop.actions.wordpress.media_upload import UPLOAD_MEDIA
 from pressloop.actions.wordpress.settings_plugins import SETTINGS_PLUGIN_ACTIONS
 from pressloop.actions.wordpress.user_roles import USER_ROLE_ACTIONS
 from pressloop.actions.wordpress.users import USER_ACTIONS
@@ -18,6 +19,7 @@ ADMIN_ACTIONS: tuple[ActionSpec, ...] = (
     *COMMENT_ACTIONS,
     DELETE_COMMENT,
     *MEDIA_ACTIONS,
+    UPLOAD_MEDIA,
 )
 
 __all__ = ["ADMIN_ACTIONS"]
