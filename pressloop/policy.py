@@ -1,7 +1,9 @@
 """Policy profiles per trigger and how they merge (DESIGN.md section 6).
 
-defaults -> trigger -> agent -> thread -> request. Agent and thread settings may change a value
-either way; a request can only tighten (fewer rounds, less time, a stricter risk mode).
+defaults -> trigger -> site -> agent -> thread -> request. The site layer is the per-trigger
+defaults a person sets in the settings table (`runtime/site_policies.py` stores them); site,
+agent and thread may change a value either way; a request can only tighten (fewer rounds, less
+time, a stricter risk mode).
 """
 
 from __future__ import annotations
@@ -54,14 +56,28 @@ def _tighten(policy: Policy, changes: Mapping[str, Any] | None) -> Policy:
     return Policy.model_validate(merged)
 
 
+def site_override(trigger: Trigger, changes: Mapping[str, Any] | None) -> dict[str, Any]:
+    """One trigger's site-wide changes, checked against the Policy model and normalised (modes
+    as their names, numbers as numbers): what the settings table stores. `InvalidRequest`
+    names every problem; no changes (None or {}) means the built-in defaults."""
+    if not changes:
+        return {}
+    if not isinstance(changes, Mapping):
+        raise InvalidRequest(f"the {trigger.value} policy must be an object of fields to change")
+    merged = _override(TRIGGER_DEFAULTS[trigger], changes).model_dump(mode="json")
+    return {name: merged[name] for name in changes}
+
+
 def resolve_policy(
     trigger: Trigger,
     *,
+    site: Mapping[str, Any] | None = None,
     agent: Mapping[str, Any] | None = None,
     thread: Mapping[str, Any] | None = None,
     request: Mapping[str, Any] | None = None,
 ) -> Policy:
-    """`agent` and `thread` may hold per-trigger maps: {"heartbeat": {...}} or flat fields."""
+    """`site` maps triggers to their site-wide changes ({"heartbeat": {...}}); `agent` and
+    `thread` may hold per-trigger maps like it, or flat fields for every trigger."""
 
     def for_trigger(layer: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
         if not layer:
@@ -72,6 +88,8 @@ def resolve_policy(
         return {k: v for k, v in layer.items() if k not in {t.value for t in Trigger}}
 
     policy = TRIGGER_DEFAULTS[trigger]
+    scoped = (site or {}).get(trigger.value)
+    policy = _override(policy, scoped if isinstance(scoped, Mapping) else None)
     policy = _override(policy, for_trigger(agent))
     policy = _override(policy, for_trigger(thread))
     return _tighten(policy, request)

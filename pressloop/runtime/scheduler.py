@@ -17,10 +17,10 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pressloop.contracts import Trigger
-from pressloop.policy import resolve_policy
 from pressloop.runtime.beats import in_active_hours, next_due, rule_of
 from pressloop.runtime.clock import Now
 from pressloop.runtime.runner import HEARTBEAT_OK
+from pressloop.runtime.site_policies import resolve_run_policy
 from pressloop.store import agents as agent_store
 from pressloop.store import runs as run_store
 from pressloop.store import schedules as schedule_store
@@ -120,7 +120,8 @@ class Scheduler:
             agent_id=schedule.agent_id,
             trigger=Trigger.HEARTBEAT,
             input=message,
-            policy=resolve_policy(
+            policy=await resolve_run_policy(
+                conn,
                 Trigger.HEARTBEAT,
                 agent=agent.policy if agent else None,
                 thread=thread.metadata.get("policy") if thread else None,

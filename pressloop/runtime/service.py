@@ -35,7 +35,6 @@ from pressloop.errors import (
     NotFound,
     PayloadTooLarge,
 )
-from pressloop.policy import resolve_policy
 from pressloop.providers.base import Provider
 from pressloop.runtime.approvals import Approvals
 from pressloop.runtime.budgets import check_cooldown
@@ -44,6 +43,7 @@ from pressloop.runtime.clock import Now, utc_now
 from pressloop.runtime.runner import Runner
 from pressloop.runtime.scheduler import Scheduler
 from pressloop.runtime.schedules import Schedules
+from pressloop.runtime.site_policies import resolve_run_policy
 from pressloop.runtime.spawn import Spawned, Spawner
 from pressloop.runtime.undo import Undo
 from pressloop.runtime.wiring import cached_provider, default_actions
@@ -276,7 +276,8 @@ class Service:
                 if active is not None and multitask is Multitask.INTERRUPT:
                     await run_store.request_cancel(conn, active.id, now=now)
                     self.runner.signal_cancel(active.id)
-            resolved = resolve_policy(
+            resolved = await resolve_run_policy(
+                conn,
                 trigger,
                 agent=agent.policy if agent else None,
                 thread=thread.metadata.get("policy"),

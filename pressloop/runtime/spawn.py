@@ -23,8 +23,8 @@ from pressloop.contracts import (
     TurnResult,
 )
 from pressloop.errors import Conflict, NotFound
-from pressloop.policy import resolve_policy
 from pressloop.runtime.clock import Now
+from pressloop.runtime.site_policies import resolve_run_policy
 from pressloop.store import agents as agent_store
 from pressloop.store import runs as run_store
 from pressloop.store import threads as thread_store
@@ -115,7 +115,9 @@ class Spawner:
                 agent_id=child.agent_id,
                 trigger=Trigger.SPAWNED,
                 input=message,
-                policy=resolve_policy(Trigger.SPAWNED, agent=agent.policy if agent else None),
+                policy=await resolve_run_policy(
+                    conn, Trigger.SPAWNED, agent=agent.policy if agent else None
+                ),
                 now=now,
                 requesting_user=user,
                 execution_user=user,
@@ -189,7 +191,8 @@ async def deliver_to_parent(
         agent_id=thread.agent_id,
         trigger=trigger,
         input=report,
-        policy=resolve_policy(
+        policy=await resolve_run_policy(
+            conn,
             trigger,
             agent=agent.policy if agent else None,
             thread=parent.metadata.get("policy") if parent else None,

@@ -23,8 +23,8 @@ from pressloop.contracts import (
     Trigger,
 )
 from pressloop.errors import ActionError, Conflict, NotFound
-from pressloop.policy import resolve_policy
 from pressloop.runtime.clock import Now
+from pressloop.runtime.site_policies import resolve_run_policy
 from pressloop.store import events as event_store
 from pressloop.store import ledger as ledger_store
 from pressloop.store.db import Database
@@ -50,6 +50,7 @@ class Undo:
     async def undo(self, entry_id: int, *, by: str | None) -> dict[str, Any]:
         async with self.database.read() as conn:
             entry = await ledger_store.get_entry_by_id(conn, entry_id)
+            policy = await resolve_run_policy(conn, Trigger.API)  # the site's defaults too
         if entry is None:
             raise NotFound(f"ledger entry {entry_id} does not exist")
         spec = self.registry.get(entry.action)
@@ -60,7 +61,6 @@ class Undo:
             raise Conflict(f"run {entry.run_id} is {run_status.value}; undo once it has ended")
         if entry.outcome is None or entry.outcome.status is not StepStatus.SUCCEEDED:
             raise Conflict(f"step {entry.step_index} of run {entry.run_id} did not succeed")
-        policy = resolve_policy(Trigger.API)
         if policy.mode_for(Risk(entry.risk)) is PolicyMode.DENY:
             raise Conflict(f"the policy forbids {entry.risk} actions such as undoing {spec.name}")
         async with self.database.write() as conn:

@@ -19,6 +19,14 @@ async def get_setting(conn: AsyncConnection, key: str, default: Any = None) -> A
     return default if row is None else row[0]
 
 
+async def get_settings(conn: AsyncConnection, keys: list[str]) -> dict[str, Any]:
+    """The stored values of `keys`, in one query; keys never set are missing."""
+    rows = await conn.execute(
+        sa.select(settings.c.key, settings.c.value).where(settings.c.key.in_(keys))
+    )
+    return {row.key: row.value for row in rows}
+
+
 async def set_setting(conn: AsyncConnection, key: str, value: Any, *, now: datetime) -> None:
     insert = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(
         settings

@@ -1,0 +1,86 @@
+"""Site-wide policy defaults per trigger, kept in the settings table (changed without a restart).
+
+One setting per trigger (`policy.trigger.chat`, ...) holding only the fields a person changed,
+so the built-in defaults (`policy.TRIGGER_DEFAULTS`) still apply to the rest and a change to one
+trigger never overwrites another. Every run takes its policy from `resolve_run_policy` when it
+is created: built-in -> site -> agent -> thread -> request (which only tightens).
+
+For the API and the UI: `trigger_defaults(conn)` reads them all, `set_trigger_defaults(conn,
+trigger, changes, now=...)` replaces one trigger's changes (None or {} resets it), validated with
+the Policy model (`InvalidRequest` names each problem).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pressloop.contracts import Policy, Trigger
+from pressloop.errors import InvalidRequest
+from pressloop.policy import TRIGGER_DEFAULTS, resolve_policy, site_override
+from pressloop.store import settings_repo
+
+PREFIX = "policy.trigger."
+_KEYS = [PREFIX + trigger.value for trigger in Trigger]
+
+
+def _trigger(name: Trigger | str) -> Trigger:
+    try:
+        return Trigger(name)
+    except ValueError:
+        known = ", ".join(t.value for t in Trigger)
+        raise InvalidRequest(f"unknown trigger {name!r}: one of {known}") from None
+
+
+async def site_policies(conn: AsyncConnection) -> dict[str, dict[str, Any]]:
+    """Each trigger's stored changes ({"heartbeat": {"destructive": "deny"}}); unchanged
+    triggers are left out."""
+    stored = await settings_repo.get_settings(conn, _KEYS)
+    return {
+        key.removeprefix(PREFIX): dict(value)
+        for key, value in stored.items()
+        if isinstance(value, Mapping) and value
+    }
+
+
+async def resolve_run_policy(
+    conn: AsyncConnection,
+    trigger: Trigger,
+    *,
+    agent: Mapping[str, Any] | None = None,
+    thread: Mapping[str, Any] | None = None,
+    request: Mapping[str, Any] | None = None,
+) -> Policy:
+    """The policy a new run of `trigger` gets, the site's defaults included."""
+    site = await site_policies(conn)
+    return resolve_policy(trigger, site=site, agent=agent, thread=thread, request=request)
+
+
+async def trigger_defaults(conn: AsyncConnection) -> dict[str, dict[str, Any]]:
+    """Per trigger: the site's `changes` and the resulting `policy` (before agent and thread)."""
+    site = await site_policies(conn)
+    return {
+        trigger.value: {
+            "changes": site.get(trigger.value, {}),
+            "policy": resolve_policy(trigger, site=site).model_dump(mode="json"),
+        }
+        for trigger in TRIGGER_DEFAULTS
+    }
+
+
+async def set_trigger_defaults(
+    conn: AsyncConnection,
+    trigger: Trigger | str,
+    changes: Mapping[str, Any] | None,
+    *,
+    now: datetime,
+) -> dict[str, Any]:
+    """Replace `trigger`'s site-wide changes; the trigger's entry of `trigger_defaults` after."""
+    chosen = _trigger(trigger)
+    stored = site_override(chosen, changes)
+    await settings_repo.set_setting(conn, PREFIX + chosen.value, stored, now=now)
+    policy = resolve_policy(chosen, site={chosen.value: stored})
+    return {"changes": stored, "policy": policy.model_dump(mode="json")}
