@@ -9,10 +9,11 @@ from importlib.metadata import PackageNotFoundError, version
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from pressloop.api import agents, approvals, ledger, meta, runs, schedules, threads
+from pressloop.api import agents, approvals, ledger, meta, runs, schedules, settings, threads
 from pressloop.api.errors import error_response, install_error_handlers
 from pressloop.api.sse import StreamTracker
 from pressloop.runtime.service import Service
+from pressloop.ui import mount_ui
 
 # A message may be up to `max_message_chars` characters; JSON may spend 6 bytes on one (\uXXXX).
 BYTES_PER_CHAR = 6
@@ -91,6 +92,8 @@ def create_app(
     app.include_router(approvals.router)
     app.include_router(ledger.router)
     app.include_router(agents.router)
+    app.include_router(settings.router)
+    mount_ui(app)
     limit = max_body_bytes or service.settings.max_message_chars * BYTES_PER_CHAR + BODY_SLACK_BYTES
     app.add_middleware(BodyLimit, max_bytes=limit)
     return app

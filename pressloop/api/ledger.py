@@ -19,6 +19,7 @@ class LedgerOut(BaseModel):
     id: int
     run_id: str
     step_index: int
+    call_id: str
     action: str
     params: dict[str, Any]
     risk: str

@@ -58,7 +58,7 @@ async def post_run(
     submission = await service.submit(
         thread_id,
         body.message,
-        trigger=Trigger.API,
+        trigger=Trigger(body.trigger),
         user=who.name,
         multitask=body.multitask,
         idempotency_key=key,

@@ -131,6 +131,11 @@ class RunCreate(Request):
         "the Idempotency-Key header).",
     )
     policy: PolicyRequest | None = None
+    trigger: Literal["api", "chat"] = Field(
+        default="api",
+        description="Who starts the turn: `api` (a program) or `chat` (a person at a console, "
+        "such as the admin UI); each trigger has its own policy.",
+    )
 
 
 class RunResult(BaseModel):

@@ -1,0 +1,26 @@
+"""Mount the UI on the API's FastAPI app: the pages, their static files, the sign-in redirect."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.responses import RedirectResponse
+from fastapi.staticfiles import StaticFiles
+
+from pressloop.ui.pages import chat, operations, overview, runs, settings, signin
+from pressloop.ui.session import SignInRequired, sign_in_url
+
+STATIC = Path(__file__).parent / "static"
+
+
+async def _to_sign_in(_request: Request, exc: Exception) -> RedirectResponse:
+    assert isinstance(exc, SignInRequired)
+    return RedirectResponse(sign_in_url(exc.next_path), status_code=303)
+
+
+def mount_ui(app: FastAPI) -> None:
+    app.add_exception_handler(SignInRequired, _to_sign_in)
+    app.mount("/ui/static", StaticFiles(directory=STATIC), name="ui-static")
+    for module in (signin, chat, overview, runs, operations, settings):
+        app.include_router(module.router, include_in_schema=False)

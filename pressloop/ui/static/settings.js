@@ -1,0 +1,50 @@
+// Settings: the kill switch and the per-trigger policies of the default agent (admin only).
+"use strict";
+
+(() => {
+  const { api, toast } = Pressloop;
+
+  const kill = document.getElementById("kill-switch");
+  kill?.addEventListener("click", async () => {
+    const turnOff = kill.dataset.disabled !== "true";
+    if (turnOff && !window.confirm("Turn the agent off? No run will start until it is turned back on.")) return;
+    kill.disabled = true;
+    try {
+      await api("PATCH", "/v1/settings", { agent_disabled: turnOff });
+      toast(turnOff ? "The agent is off." : "The agent is on.");
+      setTimeout(() => window.location.reload(), 300);
+    } catch (error) {
+      toast(error.message, "error");
+      kill.disabled = false;
+    }
+  });
+
+  // Only the values that differ from the built-in defaults are stored as the agent's overrides,
+  // so a later change of a default still reaches the fields nobody set.
+  const form = document.getElementById("policies");
+  form?.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const defaults = JSON.parse(form.dataset.defaults);
+    const policy = {};
+    for (const row of form.querySelectorAll("tr[data-trigger]")) {
+      const trigger = row.dataset.trigger;
+      const changes = {};
+      for (const input of row.querySelectorAll("input, select")) {
+        const value = input.type === "number" ? Number(input.value) : input.value;
+        if (input.type === "number" && !(value > 0)) {
+          toast(`${input.getAttribute("aria-label")} must be a positive number.`, "error");
+          input.focus();
+          return;
+        }
+        if (value !== defaults[trigger][input.name]) changes[input.name] = value;
+      }
+      if (Object.keys(changes).length) policy[trigger] = changes;
+    }
+    try {
+      await api("PATCH", "/v1/agents/default", { policy });
+      toast("Policies saved: they apply to the next run.");
+    } catch (error) {
+      toast(error.message, "error");
+    }
+  });
+})();

@@ -1,0 +1,110 @@
+// Following a run's events live (EventSource over /v1/runs/{id}/events) and drawing them.
+"use strict";
+
+const Timeline = (() => {
+  const { api, el, status, pretty } = Pressloop;
+  const TYPES = ["run.started", "thinking", "message", "action", "step", "result", "approval", "tokens", "run.finished", "error"];
+
+  // Calls onEvent once per event, in order, across reconnects (the browser resends Last-Event-ID
+  // and the server resumes after it; seq numbers guard against any repeat). When the stream
+  // closes, the run's state decides: final -> stop; otherwise the browser reconnects by itself.
+  function follow(runId, { onEvent, onRest }) {
+    let last = 0;
+    let stopped = false;
+    const source = new EventSource(`/v1/runs/${encodeURIComponent(runId)}/events`);
+    const handle = (message) => {
+      const event = JSON.parse(message.data);
+      if (event.seq <= last) return;
+      last = event.seq;
+      onEvent(event);
+      // A run parked for an approval also reports run.finished (status waiting_approval): keep
+      // following it, since the decision resumes the same run.
+      if (event.type === "run.finished" && Pressloop.FINAL.has((event.data || {}).status)) stop();
+    };
+    for (const type of TYPES) source.addEventListener(type, handle);
+    source.onerror = async () => {
+      if (stopped) return;
+      try {
+        const run = await api("GET", `/v1/runs/${encodeURIComponent(runId)}`);
+        if (onRest) onRest(run);
+        if (Pressloop.FINAL.has(run.status)) stop();
+      } catch (error) {
+        if (error.status === 401 || error.status === 404) stop();
+      }
+    };
+    function stop() {
+      stopped = true;
+      source.close();
+    }
+    return { stop, get last() { return last; } };
+  }
+
+  function summary(event) {
+    const d = event.data || {};
+    switch (event.type) {
+      case "run.started": return `attempt ${d.attempt} started (${d.trigger}) on ${d.worker}`;
+      case "thinking": return d.text || "";
+      case "message": return d.text !== undefined ? `${d.final ? "answer" : "said"}: ${d.text}` : `… ${d.delta}`;
+      case "action": return `${d.action} (${(d.index ?? 0) + 1} of ${d.total ?? 1}) ${JSON.stringify(d.params || {})}`;
+      case "step": return `step ${(d.index ?? 0) + 1} of ${d.total ?? 1}: ${d.status}`;
+      case "result": return `${d.status}: ${d.summary || d.message || ""}`;
+      case "approval": return `${d.action} (${d.risk}) waits for approval ${d.approval_id}`;
+      case "tokens": return `${d.input} in + ${d.output} out tokens`;
+      case "run.finished": return `finished: ${d.status}`;
+      case "error": return `${d.cls || "error"}: ${d.message || ""}${d.retry_at ? ` — retry at ${Pressloop.when(d.retry_at)}` : ""}`;
+      default: return JSON.stringify(d);
+    }
+  }
+
+  function item(event) {
+    return el("li", { class: `ev ev-${event.type.replace(".", "-")}`, "data-seq": event.seq, "data-type": event.type },
+      el("span", { class: "ev-seq" }, `#${event.seq}`),
+      el("span", { class: "ev-type" }, event.type),
+      el("time", { datetime: event.ts }, new Date(event.ts).toLocaleTimeString()),
+      el("span", { class: "ev-text" }, summary(event)),
+      el("details", {}, el("summary", {}, "data"), el("pre", {}, pretty(event.data))));
+  }
+
+  function previewNode(preview) {
+    if (preview && typeof preview.before === "object" && typeof preview.after === "object" && preview.before && preview.after) {
+      const fields = [...new Set([...Object.keys(preview.before), ...Object.keys(preview.after)])];
+      const text = (v) => (v === undefined ? "—" : typeof v === "string" ? v : JSON.stringify(v));
+      return el("table", { class: "diff" },
+        el("caption", {}, "What would change"),
+        el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Field"), el("th", { scope: "col" }, "Before"), el("th", { scope: "col" }, "After"))),
+        el("tbody", {}, fields.map((f) => el("tr", {},
+          el("th", { scope: "row" }, f),
+          el("td", {}, el("del", {}, text(preview.before[f]))),
+          el("td", {}, el("ins", {}, text(f in preview.after ? preview.after[f] : preview.before[f])))))));
+    }
+    return preview ? el("pre", { class: "preview" }, pretty(preview)) : el("p", { class: "muted" }, "No preview for this action.");
+  }
+
+  // The same card the approvals page renders on the server, drawn here for the live chat.
+  function approvalCard(a, canOperate) {
+    const card = el("article", { class: "card approval", id: `approval-${a.id}`, "data-approval-id": a.id },
+      el("h3", {}, el("span", { class: `tag risk-${a.risk}` }, a.risk), ` ${a.action} needs your approval`),
+      el("p", { class: "small" }, `Asked by ${a.trigger} · expires ${Pressloop.when(a.expires_at)}`),
+      a.reason ? el("p", {}, el("strong", {}, "Why: "), a.reason) : null,
+      previewNode(a.preview),
+      el("details", {}, el("summary", {}, "Parameters"), el("pre", {}, pretty(a.params))));
+    if (a.status !== "pending") {
+      card.append(el("p", { class: "decided" }, status(a.status), a.decided_by ? ` by ${a.decided_by}` : ""));
+    } else if (canOperate) {
+      const paramsId = `params-${a.id}`;
+      const noteId = `note-${a.id}`;
+      const textarea = el("textarea", { id: paramsId, name: "params", rows: 4, class: "mono" });
+      textarea.defaultValue = pretty(a.params);
+      card.append(el("form", { class: "decide stack", "data-approval-form": a.id },
+        el("label", { for: paramsId }, "Parameters (edit to run the step with other values)"), textarea,
+        el("label", { for: noteId }, "Note to the agent (optional)"),
+        el("input", { id: noteId, name: "note", type: "text", maxlength: 2000 }),
+        el("div", { class: "actions" },
+          el("button", { type: "submit", class: "primary", name: "decision", value: "approve" }, "Approve"),
+          el("button", { type: "submit", class: "danger", name: "decision", value: "reject" }, "Reject"))));
+    }
+    return card;
+  }
+
+  return { follow, item, summary, approvalCard, previewNode };
+})();

@@ -1,0 +1,215 @@
+"""End-to-end UI tests: a real `pressloop serve` (scripted model, real WordPress, SQLite) driven
+by Playwright in Debian's Chromium.
+
+Each test starts its own server with its own script, so the scripted model answers that test's
+turns from the top. Screenshots of the main pages go to `test-output/ui/` (kept after the run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from pressloop.wordpress.local_site import LocalSite
+
+# The WordPress fixtures (one site per session, restored before each test).
+from tests.wordpress.conftest import (  # noqa: F401
+    wordpress,
+    wordpress_packages,
+    wordpress_session,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = Path(os.environ.get("PRESSLOOP_TEST_OUTPUT", ROOT / "test-output")) / "ui"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ISOLATED = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "OPENROUTER_API_KEY",
+    "ZAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+)
+expect.set_options(timeout=15_000)
+
+
+def call(name: str, **params: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"name": name, "arguments": params}]}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Server:
+    """A running `pressloop serve` and what a test needs to talk to it."""
+
+    url: str
+    admin_token: str
+    process: subprocess.Popen[bytes]
+    log: Path
+    site: LocalSite
+    api: httpx.Client = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.api = httpx.Client(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {self.admin_token}"},
+            trust_env=False,
+            timeout=20,
+        )
+
+    def token(self, role: str) -> str:
+        answer = self.api.post("/v1/tokens", json={"name": f"{role}-person", "role": role})
+        answer.raise_for_status()
+        return str(answer.json()["token"])
+
+    def wp(self) -> httpx.Client:
+        """The WordPress REST API as its admin (to set up and check the site)."""
+        return httpx.Client(
+            base_url=f"{self.site.url}/wp-json",
+            auth=(self.site.admin_user, self.site.app_password),
+            trust_env=False,
+            timeout=20,
+        )
+
+    def wait_for_run(self, run_id: str, statuses: set[str], timeout_s: float = 20) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            run: dict[str, Any] = self.api.get(f"/v1/runs/{run_id}").json()
+            if run["status"] in statuses or time.monotonic() > deadline:
+                assert run["status"] in statuses, (run, self.log.read_text())
+                return run
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        self.api.close()
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+StartServer = Callable[..., Server]
+
+
+@pytest.fixture
+def start_server(tmp_path: Path, wordpress: LocalSite) -> Iterator[StartServer]:
+    """Start `pressloop serve` with a script (and extra settings) on the test's WordPress."""
+    servers: list[Server] = []
+
+    def start(script: list[dict[str, Any]] | dict[str, Any], **settings: str) -> Server:
+        home = tmp_path / f"server{len(servers)}"
+        home.mkdir()
+        script_file = home / "script.json"
+        script_file.write_text(json.dumps(script), encoding="utf-8")
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("PRESSLOOP_") and k not in ISOLATED
+        }
+        env.update(wordpress.settings_env())
+        env.update(
+            PRESSLOOP_DATA_DIR=str(home / "data"),
+            PRESSLOOP_PROVIDER="scripted",
+            PRESSLOOP_SCRIPT=str(script_file),
+            PRESSLOOP_COOLDOWN="0",
+            PRESSLOOP_WORKER_POLL="0.1",
+            PRESSLOOP_SCHEDULER_POLL="0.2",
+            PRESSLOOP_EVENT_POLL="0.05",
+            PYTHONIOENCODING="utf-8",
+        )
+        env.update(settings)
+        port = free_port()
+        log = home / "serve.log"
+        with log.open("wb") as output:  # the child keeps its own copy of the descriptor
+            process = subprocess.Popen(
+                [str(Path(sys.executable).parent / "pressloop"), "serve", "--port", str(port)],
+                cwd=home,
+                env=env,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, log.read_text()
+            try:
+                if httpx.get(f"{url}/healthz", trust_env=False, timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        token = re.search(r"Admin token: (plt_\S+)", log.read_text())
+        assert token is not None, log.read_text()
+        server = Server(
+            url=url, admin_token=token.group(1), process=process, log=log, site=wordpress
+        )
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: run `make browser` (apt-get install chromium)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    opened = context.new_page()
+    yield opened
+    context.close()
+
+
+def sign_in(page: Page, server: Server, token: str, *, then: str = "/ui/chat") -> None:
+    page.goto(f"{server.url}{then}")
+    expect(page).to_have_url(re.compile(r"/ui/login\?next="))
+    page.get_by_label("API token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(re.compile(re.escape(then.split("?")[0])))
+
+
+def screenshot(page: Page, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

@@ -1,0 +1,105 @@
+"""Signing in and chatting: the turn appears live; destructive steps wait for the person."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Page, expect
+
+from tests.ui.conftest import StartServer, call, screenshot, sign_in
+
+
+def test_sign_in_refuses_a_wrong_token_then_chat_shows_the_steps_and_the_answer(
+    page: Page, start_server: StartServer
+) -> None:
+    server = start_server(
+        [
+            {"text": "Let me look at the posts.", **call("list_posts")},
+            {"text": "Your site has one post: Hello world!"},
+        ]
+    )
+    page.goto(f"{server.url}/ui/chat")
+    expect(page).to_have_url(re.compile(r"/ui/login\?next=%2Fui%2Fchat"))
+    page.get_by_label("API token").fill("plt_not-a-real-token")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("not valid")
+    screenshot(page, "sign-in")
+
+    page.get_by_label("API token").fill(server.admin_token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(re.compile(r"/ui/chat$"))
+    page.get_by_label("Message to the agent").fill("What posts do I have?")
+    page.get_by_role("button", name="Send").click()
+
+    step = page.locator('.call[data-action="list_posts"]')
+    expect(step).to_be_visible()
+    expect(step.locator(".status")).to_have_text("succeeded")
+    expect(page.locator(".bubble.agent").first).to_have_text("Let me look at the posts.")
+    expect(page.locator(".bubble.agent.final")).to_have_text("Your site has one post: Hello world!")
+    expect(page.locator(".turn .turn-state .status")).to_have_text("succeeded")
+    expect(page).to_have_url(re.compile(r"/ui/chat\?thread=thr_"))
+    screenshot(page, "chat")
+
+    # The turn is stored: a reload shows the conversation from the database.
+    page.reload()
+    expect(page.locator(".bubble.user")).to_have_text(re.compile("What posts do I have?"))
+    expect(page.locator(".bubble.agent").last).to_contain_text("one post: Hello world!")
+    runs = server.api.get("/v1/runs").json()
+    assert [(r["trigger"], r["status"]) for r in runs] == [("chat", "succeeded")]
+
+
+def test_approving_a_destructive_step_finishes_the_run_and_changes_the_site(
+    page: Page, start_server: StartServer
+) -> None:
+    server = start_server(
+        [call("delete_user", login="bob", reassign="admin"), {"text": "Bob's account is gone."}]
+    )
+    with server.wp() as wp:
+        wp.post(
+            "/wp/v2/users",
+            json={"username": "bob", "email": "bob@example.test", "password": "S3cret-pass-123"},
+        ).raise_for_status()
+    sign_in(page, server, server.admin_token)
+    page.get_by_label("Message to the agent").fill("Delete the user bob")
+    page.get_by_role("button", name="Send").click()
+
+    card = page.locator("article.approval")
+    expect(card).to_contain_text("delete_user needs your approval")
+    expect(card).to_contain_text("destructive")
+    expect(page.locator(".turn .turn-state .status")).to_have_text("waiting approval")
+    with server.wp() as wp:  # nothing happens before the person decides
+        assert "bob" in {u["slug"] for u in wp.get("/wp/v2/users").json()}
+    screenshot(page, "chat-approval")
+
+    card.get_by_role("button", name="Approve").click()
+    expect(page.locator(".bubble.agent.final")).to_have_text("Bob's account is gone.")
+    expect(page.locator(".turn .turn-state .status")).to_have_text("succeeded")
+    with server.wp() as wp:
+        assert "bob" not in {u["slug"] for u in wp.get("/wp/v2/users").json()}
+    approvals = server.api.get("/v1/approvals").json()
+    assert [(a["status"], a["decided_by"]) for a in approvals] == [("approved", "admin")]
+
+
+def test_rejecting_a_destructive_step_leaves_the_site_unchanged(
+    page: Page, start_server: StartServer
+) -> None:
+    server = start_server(
+        [call("delete_user", login="carol", reassign="admin"), {"text": "I left Carol alone."}]
+    )
+    with server.wp() as wp:
+        wp.post(
+            "/wp/v2/users",
+            json={"username": "carol", "email": "carol@example.test", "password": "S3cret-456"},
+        ).raise_for_status()
+    sign_in(page, server, server.admin_token)
+    page.get_by_label("Message to the agent").fill("Delete the user carol")
+    page.get_by_role("button", name="Send").click()
+
+    card = page.locator("article.approval")
+    card.get_by_label("Note to the agent (optional)").fill("Carol stays.")
+    card.get_by_role("button", name="Reject").click()
+    expect(page.locator(".bubble.agent.final")).to_have_text("I left Carol alone.")
+    with server.wp() as wp:
+        assert "carol" in {u["slug"] for u in wp.get("/wp/v2/users").json()}
+    approvals = server.api.get("/v1/approvals").json()
+    assert [(a["status"], a["note"]) for a in approvals] == [("rejected", "Carol stays.")]
