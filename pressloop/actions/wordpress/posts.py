@@ -169,6 +169,27 @@ async def update_post(
     )
 
 
+async def update_applied(
+    params: UpdatePostParams, context: ActionContext, services: ActionServices
+) -> ActionResult | None:
+    """Reconcile: did an interrupted attempt of this update take effect? The post already has
+    every field asked for: the step is done. Otherwise it runs again (an update is idempotent);
+    the snapshot for undo was taken before the first attempt, so undo still goes back to it."""
+
+    def same(value: Any) -> Any:  # term ids come back in WordPress's order
+        return sorted(value) if isinstance(value, list) else value
+
+    changes = _changes(params)
+    post = await fetch(site(services), params.type, params.id)
+    now = _fields(post, list(changes))
+    if any(same(now[name]) != same(wanted) for name, wanted in changes.items()):
+        return None
+    return ActionResult(
+        content={**brief(post), "changed": sorted(changes)},
+        summary=f"updated {', '.join(sorted(changes))} of {label(post)} (found applied)",
+    )
+
+
 async def restore_fields(snapshot: Any, result: Any, services: ActionServices) -> ActionResult:
     """Undo for update, publish and trash: write back the fields read before."""
     if not isinstance(snapshot, dict) or not snapshot.get("fields"):
@@ -300,6 +321,7 @@ POST_ACTIONS: tuple[ActionSpec, ...] = (
         params=UpdatePostParams,
         risk=Risk.WRITE,
         handler=update_post,
+        reconcile=update_applied,
         snapshot=update_snapshot,
         preview=update_preview,
         undo=restore_fields,
