@@ -391,6 +391,22 @@ async def test_a_deleted_comment_on_a_closed_post_cannot_return_and_says_why(
         await admin.undo("delete_comment")
 
 
+async def test_a_pingback_is_said_to_be_final_before_it_is_deleted(
+    admin: Admin, wordpress: LocalSite
+) -> None:
+    ping = int(
+        wordpress.run_php(
+            "echo wp_insert_comment(['comment_post_ID' => 1, 'comment_type' => 'pingback', "
+            "'comment_author' => 'Other blog', 'comment_content' => 'Linked here']);"
+        )
+    )
+    shown = await admin.preview("delete_comment", id=ping, force=True)
+    assert "not possible" in shown["undo"] and "pingback" in shown["undo"]
+    await admin.ok("delete_comment", id=ping, force=True)
+    with pytest.raises(ActionError, match="cannot return: it is a pingback"):
+        await admin.undo("delete_comment")
+
+
 def _png() -> bytes:
     def chunk(kind: bytes, data: bytes) -> bytes:
         body = kind + data

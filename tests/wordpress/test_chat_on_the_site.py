@@ -203,3 +203,22 @@ async def test_a_create_post_interrupted_before_its_outcome_is_not_repeated(
     assert len(found) == 1  # reconciled from the site, not created twice
     assert resumed.result is not None
     assert resumed.result.steps[0].status is StepStatus.SUCCEEDED  # found, not "unknown"
+
+
+async def test_a_wordpress_error_reaches_the_model_the_steps_and_the_events(
+    site_service: Build, wordpress_client: WordPressClient
+) -> None:
+    service: Service = await site_service(
+        [call("update_post", id=9999, title="Nope"), {"text": "There is no such post."}]
+    )
+    thread = await service.create_thread()
+    run = await service.run_now((await service.submit(thread.id, "retitle post 9999")).run.id)
+    assert run is not None and run.result is not None and run.status is RunStatus.SUCCEEDED
+    step = run.result.steps[0]
+    assert step.status is StepStatus.FAILED and step.error is not None
+    assert "there is no post with id 9999" in step.error
+    assert "404 rest_post_invalid_id" in step.error
+    results = [e.data for e in await service.events(run.id) if e.type.value == "result"]
+    assert "404 rest_post_invalid_id" in results[0]["message"]
+    told = service.runner.provider().requests[-1].messages[-1]  # type: ignore[attr-defined]
+    assert "404 rest_post_invalid_id" in told.content
