@@ -98,7 +98,9 @@ async def serve_api(
         await first_admin_token(service, settings, console)
         app = create_app(service, run_worker=True, run_scheduler=True)
         server = Server(uvicorn.Config(app, host=host, port=port, log_level="info"))
-        console.print(f"Pressloop API on [bold]http://{host}:{port}[/] (docs at /docs)")
+        address = f"http://{host}:{port}"
+        console.print(f"Pressloop API on [bold]{address}[/] (docs at /docs)")
+        console.print(f"Admin UI: [bold]{address}/ui[/] (sign in with an API token)")
         await server.serve()
     finally:
         await service.close()

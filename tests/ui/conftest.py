@@ -99,7 +99,9 @@ class Server:
             timeout=20,
         )
 
-    def wait_for_run(self, run_id: str, statuses: set[str], timeout_s: float = 20) -> dict[str, Any]:
+    def wait_for_run(
+        self, run_id: str, statuses: set[str], timeout_s: float = 20
+    ) -> dict[str, Any]:
         deadline = time.monotonic() + timeout_s
         while True:
             run: dict[str, Any] = self.api.get(f"/v1/runs/{run_id}").json()

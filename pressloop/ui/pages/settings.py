@@ -11,6 +11,7 @@ from pressloop.errors import PressloopError
 from pressloop.policy import resolve_policy
 from pressloop.runtime.runner import KILL_SWITCH_SETTING
 from pressloop.runtime.service import Service
+from pressloop.runtime.site_policies import trigger_defaults
 from pressloop.store import agents as agent_store
 from pressloop.store import settings_repo
 from pressloop.ui import charts
@@ -73,14 +74,12 @@ async def settings_page(request: Request, user: User) -> Response:
     async with service.database.read() as conn:
         agent = await agent_store.get_agent(conn, agent_store.DEFAULT_AGENT_ID)
         disabled = bool(await settings_repo.get_setting(conn, KILL_SWITCH_SETTING, False))
-    overrides = agent.policy if agent else {}
-    policies = {
-        trigger.value: resolve_policy(trigger, agent=overrides).model_dump(mode="json")
-        for trigger in Trigger
-    }
+        site = await trigger_defaults(conn)
+    policies = {trigger: entry["policy"] for trigger, entry in site.items()}
     defaults = {
         trigger.value: resolve_policy(trigger).model_dump(mode="json") for trigger in Trigger
     }
+    overrides = agent.policy if agent else {}
     return await page(
         request,
         "settings.html",

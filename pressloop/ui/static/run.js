@@ -39,7 +39,7 @@
       step.result_summary ? el("p", { class: "small" }, step.result_summary) : null);
     if (entry) {
       if (entry.undo_state === "undone") node.append(el("p", { class: "small" }, status("undone")));
-      else if (canOperate && entry.status === "done" && undoable.has(entry.action) && entry.outcome && entry.outcome.status === "done") {
+      else if (canOperate && entry.status === "done" && undoable.has(entry.action) && entry.outcome && entry.outcome.status === "succeeded") {
         node.append(el("button", { type: "button", "data-post": `/v1/ledger/${entry.id}/undo`,
           "data-confirm": `Undo ${entry.action}?`, "data-done": "Undone." }, "Undo"));
       }

@@ -1,4 +1,4 @@
-// Settings: the kill switch and the per-trigger policies of the default agent (admin only).
+// Settings: the kill switch and the site's per-trigger policies (admin only).
 "use strict";
 
 (() => {
@@ -19,8 +19,8 @@
     }
   });
 
-  // Only the values that differ from the built-in defaults are stored as the agent's overrides,
-  // so a later change of a default still reaches the fields nobody set.
+  // Only the values that differ from the built-in defaults are stored, so a later change of a
+  // default still reaches the fields nobody set.
   const form = document.getElementById("policies");
   form?.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -38,10 +38,10 @@
         }
         if (value !== defaults[trigger][input.name]) changes[input.name] = value;
       }
-      if (Object.keys(changes).length) policy[trigger] = changes;
+      policy[trigger] = changes;  // {} puts a trigger back on the built-in defaults
     }
     try {
-      await api("PATCH", "/v1/agents/default", { policy });
+      await api("PATCH", "/v1/settings", { policies: policy });
       toast("Policies saved: they apply to the next run.");
     } catch (error) {
       toast(error.message, "error");

@@ -8,6 +8,8 @@ const Timeline = (() => {
   // Calls onEvent once per event, in order, across reconnects (the browser resends Last-Event-ID
   // and the server resumes after it; seq numbers guard against any repeat). When the stream
   // closes, the run's state decides: final -> stop; otherwise the browser reconnects by itself.
+  // A run.finished event alone decides nothing: a run parked for an approval reports one, and so
+  // does every attempt of a run that was later requeued.
   function follow(runId, { onEvent, onRest }) {
     let last = 0;
     let stopped = false;
@@ -17,9 +19,6 @@ const Timeline = (() => {
       if (event.seq <= last) return;
       last = event.seq;
       onEvent(event);
-      // A run parked for an approval also reports run.finished (status waiting_approval): keep
-      // following it, since the decision resumes the same run.
-      if (event.type === "run.finished" && Pressloop.FINAL.has((event.data || {}).status)) stop();
     };
     for (const type of TYPES) source.addEventListener(type, handle);
     source.onerror = async () => {
@@ -72,10 +71,15 @@ const Timeline = (() => {
       return el("table", { class: "diff" },
         el("caption", {}, "What would change"),
         el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Field"), el("th", { scope: "col" }, "Before"), el("th", { scope: "col" }, "After"))),
-        el("tbody", {}, fields.map((f) => el("tr", {},
-          el("th", { scope: "row" }, f),
-          el("td", {}, el("del", {}, text(preview.before[f]))),
-          el("td", {}, el("ins", {}, text(f in preview.after ? preview.after[f] : preview.before[f])))))));
+        el("tbody", {}, fields.map((f) => {
+          const before = text(preview.before[f]);
+          const after = text(f in preview.after ? preview.after[f] : preview.before[f]);
+          const same = before === after;  // unchanged fields are shown plain, not struck out
+          return el("tr", { class: same ? "same" : "changed" },
+            el("th", { scope: "row" }, f),
+            el("td", {}, same ? before : el("del", {}, before)),
+            el("td", {}, same ? after : el("ins", {}, after)));
+        })));
     }
     return preview ? el("pre", { class: "preview" }, pretty(preview)) : el("p", { class: "muted" }, "No preview for this action.");
   }
