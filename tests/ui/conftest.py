@@ -66,6 +66,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def wait_until_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        assert process.poll() is None, log.read_text()
+        try:
+            if httpx.get(f"{url}/healthz", trust_env=False, timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+
+
 @dataclass
 class Server:
     """A running `pressloop serve` and what a test needs to talk to it."""
@@ -75,6 +88,7 @@ class Server:
     process: subprocess.Popen[bytes]
     log: Path
     site: LocalSite
+    launch: Callable[[], subprocess.Popen[bytes]]
     api: httpx.Client = field(init=False)
 
     def __post_init__(self) -> None:
@@ -110,6 +124,14 @@ class Server:
                 return run
             time.sleep(0.1)
 
+    def crash_and_restart(self) -> None:
+        """SIGKILL the server mid-work (connections drop, leases are left behind), then start a
+        new one on the same port and data directory."""
+        self.process.kill()
+        self.process.wait()
+        self.process = self.launch()
+        wait_until_healthy(self.url, self.process, self.log)
+
     def stop(self) -> None:
         self.api.close()
         self.process.terminate()
@@ -124,7 +146,7 @@ StartServer = Callable[..., Server]
 
 
 @pytest.fixture
-def start_server(tmp_path: Path, wordpress: LocalSite) -> Iterator[StartServer]:
+def start_server(tmp_path: Path, wordpress: LocalSite) -> Iterator[StartServer]:  # noqa: F811
     """Start `pressloop serve` with a script (and extra settings) on the test's WordPress."""
     servers: list[Server] = []
 
@@ -152,29 +174,29 @@ def start_server(tmp_path: Path, wordpress: LocalSite) -> Iterator[StartServer]:
         env.update(settings)
         port = free_port()
         log = home / "serve.log"
-        with log.open("wb") as output:  # the child keeps its own copy of the descriptor
-            process = subprocess.Popen(
-                [str(Path(sys.executable).parent / "pressloop"), "serve", "--port", str(port)],
-                cwd=home,
-                env=env,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-            )
+
+        def launch() -> subprocess.Popen[bytes]:
+            with log.open("ab") as output:  # the child keeps its own copy of the descriptor
+                return subprocess.Popen(
+                    [str(Path(sys.executable).parent / "pressloop"), "serve", "--port", str(port)],
+                    cwd=home,
+                    env=env,
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                )
+
+        process = launch()
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, log.read_text()
-            try:
-                if httpx.get(f"{url}/healthz", trust_env=False, timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
+        wait_until_healthy(url, process, log)
         token = re.search(r"Admin token: (plt_\S+)", log.read_text())
         assert token is not None, log.read_text()
         server = Server(
-            url=url, admin_token=token.group(1), process=process, log=log, site=wordpress
+            url=url,
+            admin_token=token.group(1),
+            process=process,
+            log=log,
+            site=wordpress,
+            launch=launch,
         )
         servers.append(server)
         return server

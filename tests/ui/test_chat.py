@@ -103,3 +103,35 @@ def test_rejecting_a_destructive_step_leaves_the_site_unchanged(
         assert "carol" in {u["slug"] for u in wp.get("/wp/v2/users").json()}
     approvals = server.api.get("/v1/approvals").json()
     assert [(a["status"], a["note"]) for a in approvals] == [("rejected", "Carol stays.")]
+
+
+def test_a_dropped_connection_loses_nothing_when_the_server_crashes_mid_turn(
+    page: Page, start_server: StartServer
+) -> None:
+    server = start_server(
+        {
+            "per_turn": True,
+            "answers": [
+                {"text": "Noting it.", **call("remember", content="Blue is the brand colour.")},
+                {"text": "Saved, even across a crash.", "delay_s": 3},
+            ],
+        },
+        PRESSLOOP_LEASE_TTL="2",
+        PRESSLOOP_LEASE_RENEW="0.5",
+    )
+    sign_in(page, server, server.admin_token)
+    page.get_by_label("Message to the agent").fill("Remember that blue is our colour")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator('.call[data-action="remember"] .status')).to_have_text("succeeded")
+
+    # The second model call is in flight: the server dies with the run leased and the browser's
+    # stream cut; a new server takes the run over once the lease expires.
+    server.crash_and_restart()
+    expect(page.locator(".bubble.agent.final")).to_have_text("Saved, even across a crash.")
+    expect(page.locator(".turn .turn-state .status")).to_have_text("succeeded")
+    expect(page.locator('.call[data-action="remember"]')).to_have_count(1)
+    expect(page.locator(".bubble.agent")).to_have_count(2)  # "Noting it." and the answer, once
+    runs = server.api.get("/v1/runs").json()
+    assert [(r["status"], r["attempt"]) for r in runs] == [("succeeded", 2)]
+    ledger = server.api.get(f"/v1/runs/{runs[0]['id']}/ledger").json()
+    assert [e["action"] for e in ledger] == ["remember"]  # the action ran once
