@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import httpx
@@ -130,9 +131,14 @@ def test_a_viewer_sees_no_action_buttons_and_the_api_refuses_anyway(
 def test_every_page_fits_a_phone_and_labels_every_control(
     browser: object, start_server: StartServer
 ) -> None:
-    server = start_server([{"text": "Hello from Pressloop."}])
+    server = start_server({"cycle": True, "answers": [{"text": "Hello from Pressloop."}]})
     thread = server.api.post("/v1/threads", json={"title": "A first talk"}).json()
     server.api.post(f"/v1/threads/{thread['id']}/runs", json={"message": "Hi"})
+    child = server.api.post(
+        f"/v1/threads/{thread['id']}/spawn",
+        json={"message": "Check the plugins", "title": "Helper"},
+    ).json()
+    server.wait_for_run(child["run"]["id"], {"succeeded"})
     context = browser.new_context(viewport={"width": 390, "height": 844})  # type: ignore[attr-defined]
     phone = context.new_page()
     sign_in(phone, server, server.admin_token, then="/ui/chat")
@@ -148,8 +154,23 @@ def test_every_page_fits_a_phone_and_labels_every_control(
         )
         assert unlabelled == [], f"/ui/{name} has controls without a label: {unlabelled}"
         screenshot(phone, f"phone-{name}")
-    for name in ("threads", f"threads/{thread['id']}", "runs", "usage", "approvals"):
-        phone.set_viewport_size({"width": 1280, "height": 900})
+    phone.set_viewport_size({"width": 1280, "height": 900})
+    for name in ("threads", "runs", "usage", "approvals"):
         phone.goto(f"{server.url}/ui/{name}")
-        screenshot(phone, name.split("/")[0] if "/" not in name else "thread")
+        screenshot(phone, name)
+    # Usage: today's bar carries the tokens the two runs used.
+    phone.goto(f"{server.url}/ui/usage")
+    used = sum(
+        r["input_tokens"] + r["output_tokens"]
+        for r in server.api.get("/v1/usage?scope=site").json()
+    )
+    assert used > 0
+    expect(phone.locator("figure.chart").first.locator("rect title").last).to_have_text(
+        re.compile(rf": {used}$")
+    )
+    # A thread shows the tree of agents it spawned, with their runs' states.
+    phone.goto(f"{server.url}/ui/threads/{thread['id']}")
+    expect(phone.locator(".tree li")).to_contain_text("Helper")
+    expect(phone.locator(".tree li .status").last).to_have_text("succeeded")
+    screenshot(phone, "thread")
     context.close()
