@@ -58,9 +58,8 @@ class SessionApprovals:
             except Exception as exc:  # the approver still sees the params and why it failed
                 preview = {"params": call.params, "preview_error": str(exc)}
         now = self.session.now()
-        created: list[str] = []
 
-        async def write(conn: AsyncConnection) -> None:
+        async def write(conn: AsyncConnection) -> str:
             record = await approval_store.create_approval(
                 conn,
                 now=now,
@@ -77,10 +76,9 @@ class SessionApprovals:
                 requested_by=context.requesting_user,
                 expires_at=now + timedelta(seconds=self.expiry_s),
             )
-            created.append(record.id)
+            return record.id
 
-        await self.session.write(write)
-        return created[0]
+        return await self.session.write(write)
 
 
 class Approvals:

@@ -4,6 +4,7 @@ called. A refusal is clear (which budget, how much is used) and counted in the d
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -25,40 +26,62 @@ async def check_budgets(
     conn: AsyncConnection, settings: Settings, *, user: str | None, day: str
 ) -> None:
     """Raise BudgetExceeded if today's actions or tokens are used up for the user or the site."""
-    subjects = {"site": site_subject(settings)}
-    if user:
-        subjects["user"] = user
+    rows = await usage_rows(conn, settings, users={user}, day=day)
+    refusal = budget_refusal(rows, settings, user)
+    if refusal is not None:
+        raise refusal
+
+
+async def usage_rows(
+    conn: AsyncConnection, settings: Settings, *, users: set[str | None], day: str
+) -> list[sa.Row[Any]]:
+    """Today's counters of the site and of `users` (those the budgets look at), one query."""
+    subjects = [("site", site_subject(settings))]
+    subjects += [("user", user) for user in sorted(u for u in users if u)]
+    return list(
+        (
+            await conn.execute(
+                sa.select(usage_daily).where(
+                    usage_daily.c.day == day,
+                    sa.or_(
+                        *(
+                            sa.and_(usage_daily.c.scope == scope, usage_daily.c.subject == subject)
+                            for scope, subject in subjects
+                        )
+                    ),
+                )
+            )
+        ).all()
+    )
+
+
+def budget_refusal(
+    rows: list[sa.Row[Any]], settings: Settings, user: str | None
+) -> BudgetExceeded | None:
+    """The refusal for a run of `user`, given today's counters (`usage_rows`); None if both the
+    user's and the site's budgets have room."""
     limits = {
         "user": (settings.budget_user_actions, settings.budget_user_tokens),
         "site": (settings.budget_site_actions, settings.budget_site_tokens),
     }
-    rows = (
-        await conn.execute(
-            sa.select(usage_daily).where(
-                usage_daily.c.day == day,
-                sa.or_(
-                    *(
-                        sa.and_(usage_daily.c.scope == scope, usage_daily.c.subject == subject)
-                        for scope, subject in subjects.items()
-                    )
-                ),
-            )
-        )
-    ).all()
+    site = site_subject(settings)
     for row in rows:
+        if (row.scope, row.subject) not in (("site", site), ("user", user)):
+            continue
         actions_limit, tokens_limit = limits[row.scope]
         tokens = row.input_tokens + row.output_tokens
         who = f"user {row.subject}" if row.scope == "user" else "the site"
         if actions_limit and row.action_calls >= actions_limit:
-            raise BudgetExceeded(
+            return BudgetExceeded(
                 f"the daily action budget of {who} is used up ({row.action_calls} of "
                 f"{actions_limit} actions today); it resets at midnight UTC"
             )
         if tokens_limit and tokens >= tokens_limit:
-            raise BudgetExceeded(
+            return BudgetExceeded(
                 f"the daily token budget of {who} is used up ({tokens} of {tokens_limit} tokens "
                 "today); it resets at midnight UTC"
             )
+    return None
 
 
 async def check_cooldown(

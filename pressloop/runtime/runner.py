@@ -11,6 +11,7 @@ import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -20,59 +21,44 @@ from pressloop.actions.wordpress.site_context import CHANGES_CONTEXT, SiteContex
 from pressloop.config import Settings
 from pressloop.contracts import (
     FINAL_RUN_STATUSES,
-    Checkpoint,
     DecisionProtocol,
     ErrorInfo,
     EventType,
-    Message,
     NextAction,
-    Role,
     RunStatus,
     StepStatus,
     Trigger,
     TurnRequest,
     TurnResult,
     TurnStatus,
-    Usage,
 )
 from pressloop.engine.loop import run_turn
 from pressloop.engine.ports import EngineDeps, PromptContext
 from pressloop.engine.prompt import memory_context
-from pressloop.engine.transcript import close_dangling_calls
-from pressloop.errors import BudgetExceeded, LeaseLost, PressloopError
+from pressloop.errors import LeaseLost, PressloopError
 from pressloop.providers.base import Provider
 from pressloop.runtime.approvals import SessionApprovals
-from pressloop.runtime.backoff import full_jitter
-from pressloop.runtime.budgets import check_budgets, site_subject
+from pressloop.runtime.budgets import site_subject
 from pressloop.runtime.bus import EventBus
 from pressloop.runtime.clock import Now, utc_now
+from pressloop.runtime.commits import Committer
+from pressloop.runtime.context import KILL_SWITCH_SETTING as KILL_SWITCH_SETTING
+from pressloop.runtime.context import RunContext, load_contexts
 from pressloop.runtime.ledger import SessionLedger
 from pressloop.runtime.memory import StoreMemory
+from pressloop.runtime.outcome import HEARTBEAT_OK as HEARTBEAT_OK
+from pressloop.runtime.outcome import minus, outcome
 from pressloop.runtime.session import RunSession
 from pressloop.runtime.spawn import Spawner, deliver_to_parent
 from pressloop.runtime.usage_buffer import UsageBuffer
-from pressloop.store import agents as agent_store
 from pressloop.store import claims as claim_store
-from pressloop.store import memories as memory_store
 from pressloop.store import runs as run_store
-from pressloop.store import settings_repo
 from pressloop.store import threads as thread_store
 from pressloop.store.db import Database
 from pressloop.store.records import Claim, RunRecord
+from pressloop.store.run_writes import FinishWrite
 
 log = logging.getLogger(__name__)
-
-KILL_SWITCH_SETTING = "agent_disabled"
-HEARTBEAT_OK = "HEARTBEAT_OK"
-ENDED_EARLY = "not run: the turn ended before this action ran"
-
-TURN_TO_RUN_STATUS = {
-    TurnStatus.SUCCEEDED: RunStatus.SUCCEEDED,
-    TurnStatus.REQUIRES_APPROVAL: RunStatus.WAITING_APPROVAL,
-    TurnStatus.FAILED: RunStatus.FAILED,
-    TurnStatus.TIMED_OUT: RunStatus.TIMED_OUT,
-    TurnStatus.CANCELLED: RunStatus.CANCELLED,
-}
 
 
 @dataclass(kw_only=True)
@@ -92,39 +78,65 @@ class Runner:
     sessions: dict[str, RunSession] = field(default_factory=dict)
     site_context: SiteContextCache = field(default_factory=SiteContextCache)
     usage: UsageBuffer = field(init=False)
+    committer: Committer = field(init=False)
+    # Contexts read with their claims, until `run_claim` takes them (by run id: a claim that is
+    # never run leaves one entry, replaced if the run is claimed again).
+    _contexts: dict[str, RunContext] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.usage = UsageBuffer(self.database, interval_s=self.settings.usage_flush_s)
+        self.committer = Committer(
+            self.database, self.bus, now=self.now, lease_ttl_s=self.settings.lease_ttl_s
+        )
 
     async def claim_many(self, limit: int) -> list[Claim]:
+        """Claim up to `limit` runnable runs, reading their contexts in the same transaction."""
+        now = self.now()
         async with self.database.write() as conn:
-            return await claim_store.claim_runs(
-                conn,
-                owner=self.owner,
-                ttl_s=self.settings.lease_ttl_s,
-                now=self.now(),
-                limit=limit,
+            claims = await claim_store.claim_runs(
+                conn, owner=self.owner, ttl_s=self.settings.lease_ttl_s, now=now, limit=limit
             )
+            await self._load_contexts(conn, claims)
+        return claims
 
     async def claim(self, run_id: str | None = None) -> Claim | None:
         async with self.database.write() as conn:
-            return await claim_store.claim_run(
+            claim = await claim_store.claim_run(
                 conn,
                 owner=self.owner,
                 ttl_s=self.settings.lease_ttl_s,
                 now=self.now(),
                 run_id=run_id,
             )
+            if claim is not None:
+                await self._load_contexts(conn, [claim])
+        return claim
+
+    async def _load_contexts(self, conn: AsyncConnection, claims: list[Claim]) -> None:
+        self._contexts.update(
+            await load_contexts(
+                conn,
+                [c.run for c in claims],
+                settings=self.settings,
+                day=self.now().date().isoformat(),
+                history_limit=self.history_limit,
+            )
+        )
+
+    async def close(self) -> None:
+        """Wait for the last writes and write the usage counters (the service is closing)."""
+        await self.committer.close()
+        await self.usage.flush()
 
     async def run_claim(self, claim: Claim) -> RunRecord | None:
         """Run a claimed run to its next resting state; None if the lease was lost meanwhile."""
         run = claim.run
+        context = self._contexts.pop(run.id, None)
         session = RunSession(
             database=self.database,
             claim=claim,
-            bus=self.bus,
+            committer=self.committer,
             now=self.now,
-            lease_ttl_s=self.settings.lease_ttl_s,
             lease_renew_s=self.settings.lease_renew_s,
             last_seq=claim.last_seq,
         )
@@ -136,7 +148,7 @@ class Runner:
                 {"attempt": run.attempt, "trigger": run.trigger.value, "worker": self.owner},
             )
             try:
-                result = await self._turn(run, session)
+                result = await self._turn(run, session, context)
             except LeaseLost:
                 raise
             except Exception as exc:
@@ -192,18 +204,6 @@ class Runner:
 
     async def _release(self, run: RunRecord, session: RunSession) -> None:
         now = self.now()
-
-        async def requeue(conn: AsyncConnection) -> None:
-            await run_store.finish_run(
-                conn,
-                session.claim,
-                status=RunStatus.QUEUED,
-                now=now,
-                not_before=now,
-                checkpoint=session.last_checkpoint,
-                event_seq=session.seq,
-            )
-
         try:
             await session.emit(
                 EventType.ERROR,
@@ -213,28 +213,39 @@ class Runner:
                     "retryable": True,
                 },
             )
-            await session.write(requeue, fenced=True)
+            values = run_store.finish_values(
+                status=RunStatus.QUEUED,
+                now=now,
+                not_before=now,
+                checkpoint=session.last_checkpoint,
+                event_seq=session.seq,
+            )
+            await session.finish(FinishWrite(values=values))
         except Exception:  # the lease will expire and the run be reclaimed anyway
             log.warning("run %s: could not requeue on shutdown", run.id)
 
-    async def _turn(self, run: RunRecord, session: RunSession) -> TurnResult:
+    async def _turn(
+        self, run: RunRecord, session: RunSession, context: RunContext | None
+    ) -> TurnResult:
         try:
             provider = self.provider()
         except PressloopError as problem:
             await session.emit(EventType.ERROR, problem.info().model_dump())
             return TurnResult(status=TurnStatus.FAILED, error=problem.info())
-        async with self.database.read() as conn:
-            try:
-                await check_budgets(
+        if context is None:  # claimed elsewhere (or long ago): read it now
+            async with self.database.read() as conn:
+                found = await load_contexts(
                     conn,
-                    self.settings,
-                    user=run.requesting_user,
+                    [run],
+                    settings=self.settings,
                     day=self.now().date().isoformat(),
+                    history_limit=self.history_limit,
                 )
-            except BudgetExceeded as refused:
-                await session.emit(EventType.ERROR, refused.info().model_dump())
-                return TurnResult(status=TurnStatus.FAILED, error=refused.info())
-            deps = await self._deps(conn, run, provider, session)
+            context = found[run.id]
+        if context.refusal is not None:
+            await session.emit(EventType.ERROR, context.refusal.info().model_dump())
+            return TurnResult(status=TurnStatus.FAILED, error=context.refusal.info())
+        deps = self._deps(run, context, provider, session)
         if self.services.wordpress is not None:
             deps.prompt.site_context = await self.site_context.text(self.services.wordpress)
         request = TurnRequest(
@@ -251,30 +262,25 @@ class Runner:
         )
         return await run_turn(request, deps)
 
-    async def _deps(
-        self, conn: AsyncConnection, run: RunRecord, provider: Provider, session: RunSession
+    def _deps(
+        self, run: RunRecord, context: RunContext, provider: Provider, session: RunSession
     ) -> EngineDeps:
-        agent = await agent_store.get_agent(conn, run.agent_id)
-        history = await thread_store.list_messages(conn, run.thread_id, limit=self.history_limit)
-        memories = await memory_store.search_memories(conn, run.agent_id, run.input or "", limit=8)
-        disabled = self.settings.disable_agent or bool(
-            await settings_repo.get_setting(conn, KILL_SWITCH_SETTING, False)
-        )
+        agent = context.agent
         protocol_setting = self.settings.decision_protocol
         return EngineDeps(
             provider=provider,
             actions=self._executor(run, session),
-            history=history,
+            history=context.history,
             prompt=PromptContext(
                 instructions=agent.instructions if agent else "",
                 agent_files=agent.files if agent else {},
-                memory_context=memory_context([m.content for m in memories]),
+                memory_context=memory_context(context.memories),
             ),
             protocol=None if protocol_setting == "auto" else DecisionProtocol(protocol_setting),
             emit=session.emit,
             save_checkpoint=session.save_checkpoint,
             cancel_requested=lambda: session.cancel_requested,
-            disabled=disabled,
+            disabled=context.disabled,
             max_output_tokens=self.settings.max_output_tokens,
         )
 
@@ -298,86 +304,45 @@ class Runner:
 
     async def _finish(self, run: RunRecord, session: RunSession, result: TurnResult) -> RunRecord:
         now = self.now()
-        status = TURN_TO_RUN_STATUS[result.status]
-        not_before = None
-        attempt = None
-        retry = result.next_action is NextAction.RESCHEDULE and result.error is not None
-        if retry:
-            if run.attempt < run.max_attempts:
-                status = RunStatus.QUEUED
-                delay = full_jitter(
-                    run.attempt,
-                    base_s=self.settings.backoff_base_s,
-                    cap_s=self.settings.backoff_cap_s,
-                    rand=self.rand,
-                )
-                not_before = now.fromtimestamp(now.timestamp() + delay, tz=now.tzinfo)
-                attempt = run.attempt + 1
-            else:
-                status = RunStatus.DEAD
         if any(
             s.action in CHANGES_CONTEXT and s.status is StepStatus.SUCCEEDED for s in result.steps
         ):
             self.site_context.clear()
-        checkpoint = session.last_checkpoint or _initial_checkpoint(run)
-        transcript: list[Message] = []
-        if status in FINAL_RUN_STATUSES and not _quiet_heartbeat(run, result):
-            transcript = close_dangling_calls(checkpoint.messages, ENDED_EARLY)
-        usage_delta = _minus(result.usage, run.usage)
-        finished = {"status": status.value, "result": result.model_dump(mode="json")}
-        if not_before is not None:
-            finished["retry_at"] = not_before.isoformat()
-        if status is RunStatus.QUEUED:
-            await session.emit(
-                EventType.ERROR,
-                {
-                    **(result.error or ErrorInfo(cls="", message="")).model_dump(),
-                    "retry_at": finished.get("retry_at"),
-                    "attempt": run.attempt,
-                },
-            )
-        else:
-            await session.emit(EventType.RUN_FINISHED, finished)
+        end = outcome(
+            run, result, session.last_checkpoint, settings=self.settings, now=now, rand=self.rand
+        )
+        await session.emit(end.event, end.event_data)
+        fields: dict[str, Any] = {
+            "status": end.status,
+            "now": now,
+            "result": result,
+            "error": result.error,
+            "usage": result.usage,
+            "checkpoint": end.checkpoint,
+            "not_before": end.not_before,
+            "attempt": end.attempt,
+            "event_seq": session.seq,
+        }
 
-        stored: list[RunRecord] = []
-
-        async def persist(conn: AsyncConnection) -> None:
-            stored.append(
-                await run_store.finish_run(
-                    conn,
-                    session.claim,
-                    status=status,
-                    now=now,
-                    result=result,
-                    error=result.error,
-                    usage=result.usage,
-                    checkpoint=checkpoint,
-                    not_before=not_before,
-                    attempt=attempt,
-                    event_seq=session.seq,
-                )
+        async def deliver(conn: AsyncConnection) -> str | None:
+            thread = await thread_store.get_thread(conn, run.thread_id)
+            if thread is None or thread.parent_id is None:
+                return None
+            return await deliver_to_parent(
+                conn,
+                thread,
+                run.id,
+                end.status,
+                result,
+                now=now,
+                max_attempts=self.settings.max_attempts,
             )
-            await thread_store.append_messages(
-                conn, run.thread_id, transcript, now=now, run_id=run.id
-            )
-            await thread_store.touch_thread(conn, run.thread_id, now=now)
-            if run.trigger is Trigger.SPAWNED and status in FINAL_RUN_STATUSES:
-                thread = await thread_store.get_thread(conn, run.thread_id)
-                if thread is not None and thread.parent_id is not None:
-                    woken = await deliver_to_parent(
-                        conn,
-                        thread,
-                        run.id,
-                        status,
-                        result,
-                        now=now,
-                        max_attempts=self.settings.max_attempts,
-                    )
-                    if woken is not None:
-                        queued.append(woken)
 
-        queued: list[str] = []
-        await session.write(persist, fenced=True)
+        spawned_done = run.trigger is Trigger.SPAWNED and end.status in FINAL_RUN_STATUSES
+        woken = await session.finish(
+            FinishWrite(values=run_store.finish_values(**fields), transcript=end.transcript),
+            deliver if spawned_done else None,
+        )
         # The day's counters are shared by every run: summed here, written once an interval.
         self.usage.add(
             day=now.date().isoformat(),
@@ -385,41 +350,14 @@ class Runner:
                 "user": run.requesting_user or "anonymous",
                 "site": site_subject(self.settings),
             },
-            usage=usage_delta,
-            runs=1 if status is not RunStatus.QUEUED else 0,
+            usage=minus(result.usage, run.usage),
+            runs=1 if end.status is not RunStatus.QUEUED else 0,
             refusals=int(result.error is not None and result.error.cls == "BudgetExceeded"),
         )
         try:
             await self.usage.flush_if_due()
         except Exception:  # counters must not fail a finished run; the next flush retries
             log.warning("usage counters not written yet", exc_info=True)
-        for run_id in queued:
-            if self.on_queued is not None:
-                self.on_queued(run_id)
-        return stored[0]
-
-
-def _quiet_heartbeat(run: RunRecord, result: TurnResult) -> bool:
-    """A heartbeat that found nothing to do leaves no message noise in its thread."""
-    return (
-        run.trigger is Trigger.HEARTBEAT
-        and result.status is TurnStatus.SUCCEEDED
-        and not result.steps
-        and result.assistant_text.strip().strip(".").upper() == HEARTBEAT_OK
-    )
-
-
-def _initial_checkpoint(run: RunRecord) -> Checkpoint:
-    if run.checkpoint is not None:
-        return run.checkpoint
-    messages = [Message(role=Role.USER, content=run.input)] if run.input else []
-    return Checkpoint(messages=messages)
-
-
-def _minus(total: Usage, before: Usage) -> Usage:
-    return Usage(
-        input_tokens=max(0, total.input_tokens - before.input_tokens),
-        output_tokens=max(0, total.output_tokens - before.output_tokens),
-        model_calls=max(0, total.model_calls - before.model_calls),
-        action_calls=max(0, total.action_calls - before.action_calls),
-    )
+        if woken is not None and self.on_queued is not None:
+            self.on_queued(woken)
+        return run_store.finished_record(run, **fields)

@@ -186,7 +186,7 @@ class Service:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self.runner.usage.flush()
+        await self.runner.close()
         close = getattr(self._provider, "aclose", None)
         if close is not None:
             await close()

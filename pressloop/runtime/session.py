@@ -1,11 +1,12 @@
 """One claimed run's link to the database: numbered events, checkpoints, lease renewal, finish.
 
-All writes for the run go through one writer task, so they are ordered and batched: events and
-checkpoints queued while a write is in flight are committed together with the next one (group
-commit; only the newest checkpoint is written), and every write renews the lease and checks the
-fencing token in the same statement that stores the checkpoint. A worker that
-lost its lease finds out at its next write and stops; it can never commit for a run another
-worker took over.
+The session keeps what its run has to write (events, the newest checkpoint, operations such as
+ledger entries, the finish) and hands it to the process's committer (`runtime/commits.py`),
+which writes it together with other runs' in one transaction. Every write renews the lease and
+checks the fencing token; a worker that lost its lease finds out at its next write and stops: it
+can never commit for a run another worker took over. Events and checkpoints do not wait for
+their commit; operations and the finish do, and they are written after every event and
+checkpoint queued before them.
 """
 
 from __future__ import annotations
@@ -14,21 +15,20 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pressloop.contracts import Checkpoint, Event, EventType
-from pressloop.runtime.bus import EventBus
 from pressloop.runtime.clock import Now
-from pressloop.store import events as event_store
-from pressloop.store import runs as run_store
+from pressloop.runtime.commits import Committer, Operation, Pending
 from pressloop.store.db import Database
 from pressloop.store.records import Claim
+from pressloop.store.run_writes import FinishWrite, RunWrite
 
 log = logging.getLogger(__name__)
 
-Operation = Callable[[AsyncConnection], Awaitable[None]]
+T = TypeVar("T")
 
 
 class RunSession:
@@ -37,28 +37,26 @@ class RunSession:
         *,
         database: Database,
         claim: Claim,
-        bus: EventBus,
+        committer: Committer,
         now: Now,
-        lease_ttl_s: float,
         lease_renew_s: float,
         last_seq: int,
     ) -> None:
         self.database = database
         self.claim = claim
-        self.bus = bus
+        self.committer = committer
         self.now = now
-        self.lease_ttl_s = lease_ttl_s
         self.lease_renew_s = lease_renew_s
         self.seq = last_seq
         self.cancel_requested = claim.run.cancel_requested
         self.last_checkpoint: Checkpoint | None = None
         self.failure: BaseException | None = None
         self._events: list[Event] = []
-        self._operations: list[tuple[Operation, asyncio.Future[None], bool]] = []
+        self._operations: list[tuple[Operation, asyncio.Future[Any]]] = []
         self._checkpoint: dict[str, Any] | None = None
-        self._wake = asyncio.Event()
-        self._closed = False
-        self._writer: asyncio.Task[None] | None = None
+        self._finish: FinishWrite | None = None
+        self._after_finish: tuple[Operation, asyncio.Future[Any]] | None = None
+        self._waiters: list[asyncio.Future[Any]] = []
         self._renewer: asyncio.Task[None] | None = None
 
     @property
@@ -66,7 +64,6 @@ class RunSession:
         return self.claim.run.id
 
     def start(self) -> None:
-        self._writer = asyncio.create_task(self._write_loop(), name=f"writer:{self.run_id}")
         self._renewer = asyncio.create_task(self._renew_loop(), name=f"renewer:{self.run_id}")
 
     async def emit(self, type_: EventType, data: dict[str, Any]) -> None:
@@ -83,19 +80,15 @@ class RunSession:
                 data=data,
             )
         )
-        self._wake.set()
+        self._mark()
 
-    async def write(self, operation: Operation, *, fenced: bool = False) -> None:
-        """Commit `operation` (after every event emitted before it) and wait for the commit.
-
-        `fenced`: the operation checks the lease token itself (finishing the run does), so the
-        transaction needs no separate fence statement; it must then store the checkpoint too.
-        """
+    async def write(self, operation: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+        """Commit `operation` (after every event emitted before it); return what it returned."""
         self._raise_if_failed()
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._operations.append((operation, future, fenced))
-        self._wake.set()
-        await future
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._operations.append((operation, future))
+        self._mark()
+        return await future
 
     async def save_checkpoint(self, checkpoint: Checkpoint) -> None:
         """Queue the checkpoint without waiting for its commit.
@@ -109,79 +102,90 @@ class RunSession:
         self._raise_if_failed()
         self._checkpoint = checkpoint.model_dump(mode="json")
         self.last_checkpoint = checkpoint
-        self._wake.set()
+        self._mark()
+
+    async def finish(self, finish: FinishWrite, after: Operation | None = None) -> Any:
+        """Move the run out of `running` (fenced, after everything queued before) and wait for
+        the commit; `after` runs in the same transaction and its value is returned."""
+        self._raise_if_failed()
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._finish = finish
+        if after is not None:
+            self._after_finish = (after, future)
+        else:
+            self._waiters.append(future)
+        self._mark()
+        return await future
 
     async def renew(self) -> None:
-        async def nothing(_conn: AsyncConnection) -> None:
-            return None
-
-        await self.write(nothing)
+        """Renew the lease now (with whatever is pending) and wait for the commit."""
+        self._raise_if_failed()
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        self._mark()
+        await future
 
     async def close(self) -> None:
-        """Flush what is left and stop the writer (after the final write)."""
-        self._closed = True
-        self._wake.set()
-        for task in (self._renewer, self._writer):
-            if task is None:
-                continue
-            if task is self._renewer:
-                task.cancel()
+        """Stop renewing and write what is left (a failed session writes nothing more)."""
+        if self._renewer is not None:
+            self._renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await task
+                await self._renewer
+        if self.failure is None and (self._events or self._checkpoint is not None):
+            with contextlib.suppress(Exception):
+                await self.renew()
 
     def _raise_if_failed(self) -> None:
         if self.failure is not None:
             raise self.failure
+
+    def _mark(self) -> None:
+        self.committer.mark(self.run_id, self._take)
 
     async def _renew_loop(self) -> None:
         while True:
             await asyncio.sleep(self.lease_renew_s)
             try:
                 await self.renew()
-            except Exception:  # the writer recorded the failure; the engine sees it next
+            except Exception:  # the failure is recorded; the engine sees it at its next write
                 return
 
-    async def _write_loop(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._events or self._operations or self._checkpoint is not None:
-                await self._flush()
-            if self._closed or self.failure is not None:
-                return
+    def _take(self) -> Pending:
+        """Hand everything pending to the committer (its batch starts now)."""
+        write = RunWrite(
+            run_id=self.run_id,
+            thread_id=self.claim.run.thread_id,
+            token=self.claim.token,
+            event_seq=self.seq,
+            events=self._events,
+            checkpoint=self._checkpoint,
+            finish=self._finish,
+        )
+        if write.finish is not None:
+            write.finish.values["event_seq"] = self.seq
+        pending = Pending(
+            write=write,
+            operations=self._operations,
+            after_finish=self._after_finish,
+            waiters=self._waiters,
+            on_done=self._done,
+        )
+        self._events, self._operations, self._waiters = [], [], []
+        self._checkpoint, self._finish, self._after_finish = None, None, None
+        return pending
 
-    async def _flush(self) -> None:
-        events, self._events = self._events, []
-        operations, self._operations = self._operations, []
-        checkpoint, self._checkpoint = self._checkpoint, None
-        try:
-            async with self.database.write() as conn:
-                if not any(fenced for _op, _future, fenced in operations):
-                    self.cancel_requested = await run_store.fence(
-                        conn,
-                        self.claim,
-                        now=self.now(),
-                        ttl_s=self.lease_ttl_s,
-                        checkpoint=checkpoint,
-                        event_seq=events[-1].seq if events else None,
-                    )
-                await event_store.append_events(conn, events)
-                for operation, _future, _fenced in operations:
-                    await operation(conn)
-        except Exception as exc:
-            self.failure = exc
-            log.warning("run %s: write failed: %s", self.run_id, exc)
-            for _operation, future, _fenced in operations:
-                if not future.done():
-                    future.set_exception(exc)
-            self._events.clear()
-            for _operation, future, _fenced in self._operations:
-                if not future.done():
-                    future.set_exception(exc)
-            self._operations.clear()
+    def _done(self, error: BaseException | None, cancel: bool) -> None:
+        if error is None:
+            self.cancel_requested = self.cancel_requested or cancel
             return
-        for _operation, future, _fenced in operations:
+        self.failure = error
+        # What was queued after the failed batch cannot be written either.
+        self.committer.discard(self.run_id)
+        futures = [f for _op, f in self._operations] + self._waiters
+        if self._after_finish is not None:
+            futures.append(self._after_finish[1])
+        self._events, self._operations, self._waiters = [], [], []
+        self._checkpoint, self._finish, self._after_finish = None, None, None
+        for future in futures:
             if not future.done():
-                future.set_result(None)
-        if events:
-            self.bus.notify(self.run_id)
+                future.set_exception(error)

@@ -31,6 +31,16 @@ async def get_agent(conn: AsyncConnection, agent_id: str) -> AgentRecord | None:
     return _agent(row) if row else None
 
 
+async def get_agents(conn: AsyncConnection, agent_ids: set[str]) -> dict[str, AgentRecord]:
+    """The agents among `agent_ids` that exist, by id, in one query."""
+    if len(agent_ids) == 1:
+        (agent_id,) = agent_ids
+        agent = await get_agent(conn, agent_id)
+        return {} if agent is None else {agent_id: agent}
+    rows = await conn.execute(sa.select(agents).where(agents.c.id.in_(sorted(agent_ids))))
+    return {row.id: _agent(row) for row in rows}
+
+
 async def ensure_agent(
     conn: AsyncConnection,
     *,

@@ -62,7 +62,13 @@ async def search_memories(
     conn: AsyncConnection, agent_id: str, query: str, *, limit: int = 8
 ) -> list[MemoryRecord]:
     """The memories sharing most words with `query` (ties: newest first); newest if no query."""
-    candidates = await recent_memories(conn, agent_id)
+    return rank_memories(await recent_memories(conn, agent_id), query, limit=limit)
+
+
+def rank_memories(
+    candidates: list[MemoryRecord], query: str, *, limit: int = 8
+) -> list[MemoryRecord]:
+    """`search_memories` over memories already read (newest first)."""
     wanted = words(query)
     if not wanted:
         return candidates[:limit]

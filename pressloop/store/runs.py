@@ -7,6 +7,7 @@ and stops (DESIGN.md section 8).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -216,9 +217,7 @@ async def fence(
     return bool(row[0])
 
 
-async def finish_run(
-    conn: AsyncConnection,
-    claim: Claim,
+def finish_values(
     *,
     status: RunStatus,
     now: datetime,
@@ -229,8 +228,8 @@ async def finish_run(
     not_before: datetime | None = None,
     attempt: int | None = None,
     event_seq: int | None = None,
-) -> RunRecord:
-    """Leave `running` for any other state (final, queued for a retry, waiting for approval)."""
+) -> dict[str, Any]:
+    """The columns a run leaving `running` sets (None: the column keeps its value)."""
     values: dict[str, Any] = {
         "status": status.value,
         "lease_owner": None,
@@ -254,6 +253,67 @@ async def finish_run(
         values["event_seq"] = event_seq
     if status in FINAL_RUN_STATUSES:
         values["finished_at"] = now
+    return values
+
+
+def finished_record(
+    run: RunRecord,
+    *,
+    status: RunStatus,
+    now: datetime,
+    result: TurnResult | None = None,
+    error: ErrorInfo | None = None,
+    usage: Usage | None = None,
+    checkpoint: Checkpoint | None = None,
+    not_before: datetime | None = None,
+    attempt: int | None = None,
+    event_seq: int | None = None,
+) -> RunRecord:
+    """The record `finish_values` leaves in the row, built without reading the row back."""
+    return replace(
+        run,
+        status=status,
+        lease_owner=None,
+        lease_expires_at=None,
+        updated_at=now,
+        cancel_requested=False,
+        result=result if result is not None else run.result,
+        error=error if error is not None else run.error,
+        usage=usage if usage is not None else run.usage,
+        checkpoint=checkpoint if checkpoint is not None else run.checkpoint,
+        not_before=not_before if not_before is not None else run.not_before,
+        attempt=attempt if attempt is not None else run.attempt,
+        event_seq=event_seq if event_seq is not None else run.event_seq,
+        finished_at=now if status in FINAL_RUN_STATUSES else run.finished_at,
+    )
+
+
+async def finish_run(
+    conn: AsyncConnection,
+    claim: Claim,
+    *,
+    status: RunStatus,
+    now: datetime,
+    result: TurnResult | None = None,
+    error: ErrorInfo | None = None,
+    usage: Usage | None = None,
+    checkpoint: Checkpoint | None = None,
+    not_before: datetime | None = None,
+    attempt: int | None = None,
+    event_seq: int | None = None,
+) -> RunRecord:
+    """Leave `running` for any other state (final, queued for a retry, waiting for approval)."""
+    values = finish_values(
+        status=status,
+        now=now,
+        result=result,
+        error=error,
+        usage=usage,
+        checkpoint=checkpoint,
+        not_before=not_before,
+        attempt=attempt,
+        event_seq=event_seq,
+    )
     row = (
         await conn.execute(
             sa.update(runs)

@@ -85,6 +85,37 @@ async def touch_thread(
     await conn.execute(sa.update(threads).where(threads.c.id == thread_id).values(**values))
 
 
+async def touch_threads(conn: AsyncConnection, thread_ids: Sequence[str], *, now: datetime) -> None:
+    if thread_ids:
+        await conn.execute(
+            sa.update(threads).where(threads.c.id.in_(list(thread_ids))).values(updated_at=now)
+        )
+
+
+def message_rows(
+    thread_id: str, items: Sequence[Message], *, now: datetime, run_id: str | None = None
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "thread_id": thread_id,
+            "run_id": run_id,
+            "role": m.role.value,
+            "content": m.content,
+            "tool_calls": [c.model_dump() for c in m.tool_calls] or None,
+            "tool_call_id": m.tool_call_id,
+            "name": m.name,
+            "untrusted": m.untrusted,
+            "created_at": now,
+        }
+        for m in items
+    ]
+
+
+async def append_message_rows(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    if rows:
+        await conn.execute(sa.insert(messages), list(rows))
+
+
 async def append_messages(
     conn: AsyncConnection,
     thread_id: str,
@@ -93,24 +124,17 @@ async def append_messages(
     now: datetime,
     run_id: str | None = None,
 ) -> None:
-    if not items:
-        return
-    await conn.execute(
-        sa.insert(messages),
-        [
-            {
-                "thread_id": thread_id,
-                "run_id": run_id,
-                "role": m.role.value,
-                "content": m.content,
-                "tool_calls": [c.model_dump() for c in m.tool_calls] or None,
-                "tool_call_id": m.tool_call_id,
-                "name": m.name,
-                "untrusted": m.untrusted,
-                "created_at": now,
-            }
-            for m in items
-        ],
+    await append_message_rows(conn, message_rows(thread_id, items, now=now, run_id=run_id))
+
+
+def _message(r: sa.Row[Any]) -> Message:
+    return Message(
+        role=Role(r.role),
+        content=r.content,
+        tool_calls=[ActionCall.model_validate(c) for c in (r.tool_calls or [])],
+        tool_call_id=r.tool_call_id,
+        name=r.name,
+        untrusted=r.untrusted,
     )
 
 
@@ -124,14 +148,25 @@ async def list_messages(
         rows = list(reversed((await conn.execute(query)).all()))
     else:
         rows = list((await conn.execute(query.order_by(messages.c.id))).all())
-    return [
-        Message(
-            role=Role(r.role),
-            content=r.content,
-            tool_calls=[ActionCall.model_validate(c) for c in (r.tool_calls or [])],
-            tool_call_id=r.tool_call_id,
-            name=r.name,
-            untrusted=r.untrusted,
-        )
-        for r in rows
-    ]
+    return [_message(r) for r in rows]
+
+
+async def recent_messages(
+    conn: AsyncConnection, thread_ids: Sequence[str], *, limit: int
+) -> dict[str, list[Message]]:
+    """The newest `limit` messages of each thread, oldest first, in one query."""
+    if len(thread_ids) == 1:
+        return {thread_ids[0]: await list_messages(conn, thread_ids[0], limit=limit)}
+    rank = (
+        sa.func.row_number()
+        .over(partition_by=messages.c.thread_id, order_by=messages.c.id.desc())
+        .label("rank")
+    )
+    ranked = sa.select(messages, rank).where(messages.c.thread_id.in_(list(thread_ids))).subquery()
+    rows = await conn.execute(
+        sa.select(ranked).where(ranked.c.rank <= limit).order_by(ranked.c.thread_id, ranked.c.id)
+    )
+    found: dict[str, list[Message]] = {thread_id: [] for thread_id in thread_ids}
+    for row in rows:
+        found[row.thread_id].append(_message(row))
+    return found

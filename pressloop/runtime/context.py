@@ -1,0 +1,79 @@
+"""What a run reads before its first model call, read for a whole batch of claimed runs at once.
+
+A worker claims runs in batches; reading each run's agent, history, memories, the kill switch
+and the day's budget counters one run at a time cost five statements and a transaction per run
+just when hundreds of runs start together. Read in the claim's transaction for the batch, it is
+five statements for all of them, and a run starts without touching the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pressloop.config import Settings
+from pressloop.contracts import Message
+from pressloop.errors import BudgetExceeded
+from pressloop.runtime.budgets import budget_refusal, usage_rows
+from pressloop.store import agents as agent_store
+from pressloop.store import memories as memory_store
+from pressloop.store import settings_repo
+from pressloop.store import threads as thread_store
+from pressloop.store.records import AgentRecord, RunRecord
+
+KILL_SWITCH_SETTING = "agent_disabled"
+MEMORY_ITEMS = 8
+
+
+@dataclass(kw_only=True)
+class RunContext:
+    agent: AgentRecord | None
+    history: list[Message]
+    memories: list[str]  # the most relevant first
+    disabled: bool  # the kill switch
+    refusal: BudgetExceeded | None  # a daily budget is used up
+
+
+async def load_contexts(
+    conn: AsyncConnection,
+    runs: Sequence[RunRecord],
+    *,
+    settings: Settings,
+    day: str,
+    history_limit: int,
+) -> dict[str, RunContext]:
+    """Each run's context (by run id), in a fixed number of statements whatever the count."""
+    if not runs:
+        return {}
+    agents = await agent_store.get_agents(conn, {run.agent_id for run in runs})
+    histories = await thread_store.recent_messages(
+        conn, list(dict.fromkeys(run.thread_id for run in runs)), limit=history_limit
+    )
+    memories = {
+        agent_id: await memory_store.recent_memories(conn, agent_id)
+        for agent_id in sorted({run.agent_id for run in runs})
+    }
+    disabled = settings.disable_agent or bool(
+        await settings_repo.get_setting(conn, KILL_SWITCH_SETTING, False)
+    )
+    counters = await usage_rows(
+        conn, settings, users={run.requesting_user for run in runs}, day=day
+    )
+    return {
+        run.id: RunContext(
+            agent=agents.get(run.agent_id),
+            # Runs of one thread are never claimed together (one at a time per thread).
+            history=list(histories[run.thread_id]),
+            memories=[
+                m.content
+                for m in memory_store.rank_memories(
+                    memories[run.agent_id], run.input or "", limit=MEMORY_ITEMS
+                )
+            ],
+            disabled=disabled,
+            refusal=budget_refusal(counters, settings, run.requesting_user),
+        )
+        for run in runs
+    }

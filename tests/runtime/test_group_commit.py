@@ -1,0 +1,205 @@
+"""Group commit over both databases: many runs' writes in one transaction, each run fenced by its
+own lease, a failure kept to the run that caused it, many runs finishing in one batch."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pressloop.config import Settings
+from pressloop.contracts import EventType, Role, RunStatus
+from pressloop.errors import LeaseLost
+from pressloop.providers.scripted import ScriptedProvider
+from pressloop.runtime.commits import Operation
+from pressloop.runtime.service import Service
+from pressloop.runtime.session import RunSession
+from pressloop.store.records import Claim
+from pressloop.store.schema import runs
+from tests.conftest import FakeClock
+from tests.runtime.conftest import ServiceFactory
+
+
+async def _claimed(service: Service, count: int) -> list[Claim]:
+    claims = []
+    for i in range(count):
+        thread = await service.create_thread(title=f"t{i}")
+        run = (await service.submit(thread.id, f"hello {i}")).run
+        claim = await service.runner.claim(run.id)
+        assert claim is not None
+        claims.append(claim)
+    return claims
+
+
+def _session(service: Service, claim: Claim) -> RunSession:
+    return RunSession(
+        database=service.database,
+        claim=claim,
+        committer=service.runner.committer,
+        now=service.now,
+        lease_renew_s=60,
+        last_seq=claim.last_seq,
+    )
+
+
+class Commits:
+    """Counts the transactions that committed (SQLAlchemy's own event, nothing replaced)."""
+
+    def __init__(self, service: Service) -> None:
+        self.engine = service.database.engine.sync_engine
+        self.count = 0
+
+    def __enter__(self) -> Commits:
+        event.listen(self.engine, "commit", self._commit)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        event.remove(self.engine, "commit", self._commit)
+
+    def _commit(self, _conn: Any) -> None:
+        self.count += 1
+
+
+async def test_runs_are_written_in_one_transaction_and_fenced_each(
+    make_service: ServiceFactory,
+) -> None:
+    service: Service = await make_service([])
+    claims = await _claimed(service, 3)
+    # Another worker took the second run meanwhile (its token moved on).
+    async with service.database.write() as conn:
+        await conn.execute(
+            sa.update(runs)
+            .where(runs.c.id == claims[1].run.id)
+            .values(lease_token=runs.c.lease_token + 1)
+        )
+    sessions = [_session(service, claim) for claim in claims]
+
+    async def say_hi(session: RunSession) -> None:
+        await session.emit(EventType.MESSAGE, {"text": "hi"})
+        await session.renew()
+
+    with Commits(service) as commits:
+        outcomes = await asyncio.gather(*map(say_hi, sessions), return_exceptions=True)
+    assert commits.count == 1
+    assert outcomes[0] is None and outcomes[2] is None
+    assert isinstance(outcomes[1], LeaseLost)
+    # The run whose lease was lost wrote nothing and its session stays failed.
+    assert [len(await service.events(c.run.id)) for c in claims] == [1, 0, 1]
+    with pytest.raises(LeaseLost):
+        await sessions[1].emit(EventType.MESSAGE, {"text": "again"})
+    await sessions[0].emit(EventType.MESSAGE, {"text": "more"})
+    await sessions[0].renew()
+    assert [e.seq for e in await service.events(claims[0].run.id)] == [1, 2]
+
+
+async def test_a_failing_write_fails_only_its_run(make_service: ServiceFactory) -> None:
+    service: Service = await make_service([])
+    claims = await _claimed(service, 3)
+    sessions = [_session(service, claim) for claim in claims]
+
+    async def broken(_conn: AsyncConnection) -> None:
+        raise ValueError("this write is broken")
+
+    async def answer(conn: AsyncConnection) -> int:
+        return int((await conn.execute(sa.select(sa.func.count()).select_from(runs))).scalar_one())
+
+    async def say_hi_and_write(session: RunSession, operation: Operation) -> Any:
+        await session.emit(EventType.MESSAGE, {"text": "hi"})
+        return await session.write(operation)
+
+    outcomes = await asyncio.gather(
+        *(say_hi_and_write(s, broken if i == 1 else answer) for i, s in enumerate(sessions)),
+        return_exceptions=True,
+    )
+    assert outcomes[0] == 3 and outcomes[2] == 3  # an operation's value comes back
+    assert isinstance(outcomes[1], ValueError)
+    assert [len(await service.events(c.run.id)) for c in claims] == [1, 0, 1]
+
+
+async def test_a_cancel_reaches_each_run_of_a_batch(
+    make_service: ServiceFactory,
+) -> None:
+    service: Service = await make_service([])
+    claims = await _claimed(service, 2)
+    sessions = [_session(service, claim) for claim in claims]
+    async with service.database.write() as conn:
+        await conn.execute(
+            sa.update(runs).where(runs.c.id == claims[0].run.id).values(cancel_requested=True)
+        )
+    await asyncio.gather(*(s.renew() for s in sessions))
+    assert [s.cancel_requested for s in sessions] == [True, False]
+
+
+class Gate:
+    """The scripted model's sleep: every model call waits here until the test opens it, so the
+    answers come back together (the burst a slow model makes)."""
+
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
+        self.opened = asyncio.Event()
+        self.all_waiting = asyncio.Event()
+        self.waiting = 0
+
+    async def __call__(self, _seconds: float) -> None:
+        self.waiting += 1
+        if self.waiting >= self.expected:
+            self.all_waiting.set()
+        await self.opened.wait()
+
+
+class Statements:
+    """Counts the statements that start with `prefix` (an executemany counts once)."""
+
+    def __init__(self, service: Service, prefix: str) -> None:
+        self.engine = service.database.engine.sync_engine
+        self.prefix = prefix
+        self.count = 0
+
+    def __enter__(self) -> Statements:
+        event.listen(self.engine, "before_cursor_execute", self._execute)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        event.remove(self.engine, "before_cursor_execute", self._execute)
+
+    def _execute(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        self.count += statement.lstrip().startswith(self.prefix)
+
+
+async def test_many_runs_finish_in_one_batch(
+    database_url: str, tmp_path: Path, clock: FakeClock, database: object
+) -> None:
+    count = 12
+    gate = Gate(count)
+    provider = ScriptedProvider([{"text": "done", "delay_s": 1}], sleep=gate, cycle=True)
+    settings = Settings(data_dir=tmp_path, database_url=database_url, provider="scripted")
+    service = await Service.open(settings, provider=lambda: provider, now=clock)
+    try:
+        created = []
+        for i in range(count):
+            thread = await service.create_thread(title=f"t{i}")
+            created.append((thread.id, (await service.submit(thread.id, f"hello {i}")).run.id))
+        service.start_worker(concurrency=count)
+        await gate.all_waiting.wait()
+        with Statements(service, "INSERT INTO messages") as inserts:
+            gate.opened.set()
+            finished = [await service.wait(run_id, timeout_s=30) for _thread, run_id in created]
+        # The finishes shared their statements (not one insert of a transcript per run).
+        assert 1 <= inserts.count < count / 2
+        for (thread_id, run_id), run in zip(created, finished, strict=True):
+            assert run.status is RunStatus.SUCCEEDED and run.lease_owner is None
+            assert run.finished_at is not None
+            events = await service.events(run_id)
+            assert [e.seq for e in events] == list(range(1, len(events) + 1))
+            assert events[-1].type is EventType.RUN_FINISHED
+            detail = await service.thread_detail(thread_id)
+            assert [m.role for m in detail["messages"]] == [Role.USER, Role.ASSISTANT]
+            assert detail["messages"][1].content == "done"
+            assert detail["thread"].updated_at == run.finished_at
+    finally:
+        await service.close()
