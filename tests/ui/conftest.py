@@ -24,6 +24,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from pressloop.wordpress.local_site import LocalSite
+from tests.cli.conftest import ISOLATED
 
 # The WordPress fixtures (one site per session, restored before each test).
 from tests.wordpress.conftest import (  # noqa: F401
@@ -45,14 +46,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-ISOLATED = (
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "OPENROUTER_API_KEY",
-    "ZAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "ANTHROPIC_BASE_URL",
-)
 expect.set_options(timeout=15_000)
 
 

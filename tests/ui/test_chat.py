@@ -6,7 +6,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from tests.ui.conftest import StartServer, call, screenshot, sign_in
+from tests.ui.conftest import Server, StartServer, call, screenshot, sign_in
 
 
 def test_sign_in_refuses_a_wrong_token_then_chat_shows_the_steps_and_the_answer(
@@ -48,34 +48,40 @@ def test_sign_in_refuses_a_wrong_token_then_chat_shows_the_steps_and_the_answer(
     assert [(r["trigger"], r["status"]) for r in runs] == [("chat", "succeeded")]
 
 
-def test_approving_a_destructive_step_finishes_the_run_and_changes_the_site(
-    page: Page, start_server: StartServer
-) -> None:
-    server = start_server(
-        [call("delete_user", login="bob", reassign="admin"), {"text": "Bob's account is gone."}]
-    )
+def ask_to_delete_a_user(page: Page, start_server: StartServer, login: str, answer: str) -> Server:
+    """A WordPress user `login`, and a chat that asks the agent to delete it (which it tries)."""
+    server = start_server([call("delete_user", login=login, reassign="admin"), {"text": answer}])
     with server.wp() as wp:
         wp.post(
             "/wp/v2/users",
-            json={"username": "bob", "email": "bob@example.test", "password": "S3cret-pass-123"},
+            json={"username": login, "email": f"{login}@example.test", "password": "S3cret-123"},
         ).raise_for_status()
     sign_in(page, server, server.admin_token)
-    page.get_by_label("Message to the agent").fill("Delete the user bob")
+    page.get_by_label("Message to the agent").fill(f"Delete the user {login}")
     page.get_by_role("button", name="Send").click()
+    return server
 
+
+def site_logins(server: Server) -> set[str]:
+    with server.wp() as wp:
+        return {u["slug"] for u in wp.get("/wp/v2/users").json()}
+
+
+def test_approving_a_destructive_step_finishes_the_run_and_changes_the_site(
+    page: Page, start_server: StartServer
+) -> None:
+    server = ask_to_delete_a_user(page, start_server, "bob", "Bob's account is gone.")
     card = page.locator("article.approval")
     expect(card).to_contain_text("delete_user needs your approval")
     expect(card).to_contain_text("destructive")
     expect(page.locator(".turn .turn-state .status")).to_have_text("waiting approval")
-    with server.wp() as wp:  # nothing happens before the person decides
-        assert "bob" in {u["slug"] for u in wp.get("/wp/v2/users").json()}
+    assert "bob" in site_logins(server)  # nothing happens before the person decides
     screenshot(page, "chat-approval")
 
     card.get_by_role("button", name="Approve").click()
     expect(page.locator(".bubble.agent.final")).to_have_text("Bob's account is gone.")
     expect(page.locator(".turn .turn-state .status")).to_have_text("succeeded")
-    with server.wp() as wp:
-        assert "bob" not in {u["slug"] for u in wp.get("/wp/v2/users").json()}
+    assert "bob" not in site_logins(server)
     approvals = server.api.get("/v1/approvals").json()
     assert [(a["status"], a["decided_by"]) for a in approvals] == [("approved", "admin")]
 
@@ -83,24 +89,12 @@ def test_approving_a_destructive_step_finishes_the_run_and_changes_the_site(
 def test_rejecting_a_destructive_step_leaves_the_site_unchanged(
     page: Page, start_server: StartServer
 ) -> None:
-    server = start_server(
-        [call("delete_user", login="carol", reassign="admin"), {"text": "I left Carol alone."}]
-    )
-    with server.wp() as wp:
-        wp.post(
-            "/wp/v2/users",
-            json={"username": "carol", "email": "carol@example.test", "password": "S3cret-456"},
-        ).raise_for_status()
-    sign_in(page, server, server.admin_token)
-    page.get_by_label("Message to the agent").fill("Delete the user carol")
-    page.get_by_role("button", name="Send").click()
-
+    server = ask_to_delete_a_user(page, start_server, "carol", "I left Carol alone.")
     card = page.locator("article.approval")
     card.get_by_label("Note to the agent (optional)").fill("Carol stays.")
     card.get_by_role("button", name="Reject").click()
     expect(page.locator(".bubble.agent.final")).to_have_text("I left Carol alone.")
-    with server.wp() as wp:
-        assert "carol" in {u["slug"] for u in wp.get("/wp/v2/users").json()}
+    assert "carol" in site_logins(server)
     approvals = server.api.get("/v1/approvals").json()
     assert [(a["status"], a["note"]) for a in approvals] == [("rejected", "Carol stays.")]
 
