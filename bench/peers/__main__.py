@@ -1,0 +1,157 @@
+"""Pressloop against LangGraph, the OpenAI Agents SDK and Pydantic AI, in one run: overhead per
+round, concurrency on a slow model, streaming latency, growth with history, and what survives a
+crash. Writes its section of docs/benchmarks.md.
+
+    python -m bench.peers --write docs/benchmarks.md      # everything (about 20 minutes)
+    python -m bench.peers --quick                         # a smoke run, small N
+    python -m bench.peers --workloads streaming --databases postgres --streams 200
+    python -m bench.peers --from-json /tmp/peers.json --write docs/benchmarks.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shlex
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.common import admin_sql, write_section
+from bench.peers import concurrency, document, facts, sequential, streaming
+from bench.peers.procs import model_server
+from bench.peers.system import SYSTEMS
+
+WORKLOADS = ["overhead", "crash", "concurrency", "streaming", "growth"]
+# LangGraph's durability=sync is measured where it changes the answer (overhead, crash); the
+# other workloads use each system's default configuration.
+DEFAULT_ONLY = [k for k in SYSTEMS if k != "langgraph-sync"]
+DEFAULT_POSTGRES = os.environ.get(
+    "PRESSLOOP_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
+)
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x.replace("_", "")) for x in text.split(",") if x]
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--write", type=Path, help="replace the peers' section of this file")
+    parser.add_argument("--quick", action="store_true", help="small N: a smoke run")
+    parser.add_argument("--databases", default="sqlite,postgres")
+    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--turns", type=int, default=1000, help="workload 1, per system")
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--block", type=int, default=50, help="turns per interleaved block")
+    parser.add_argument("--concurrent", type=_ints, default=[100, 500, 1000])
+    parser.add_argument("--streams", type=int, default=200)
+    parser.add_argument("--sizes", type=_ints, default=[10, 1000, 100_000])
+    parser.add_argument("--growth-turns", type=int, default=150)
+    parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES, help="an admin connection")
+    parser.add_argument("--json", type=Path, help="also save the raw results here")
+    parser.add_argument("--from-json", type=Path, help="render saved results, run nothing")
+    parser.add_argument("--logs", type=Path, help="keep the processes' logs here")
+    options = parser.parse_args(argv)
+    if options.quick:
+        options.turns, options.warmup, options.block = 60, 5, 20
+        options.concurrent, options.streams = [50, 100], 30
+        options.sizes, options.growth_turns = [10, 500], 20
+    for name in ("databases", "systems", "workloads"):
+        setattr(options, name, [x.strip() for x in getattr(options, name).split(",") if x])
+    unknown = set(options.systems) - set(SYSTEMS) | set(options.workloads) - set(WORKLOADS)
+    if unknown or "pressloop" not in options.systems:
+        parser.error(f"unknown names {sorted(unknown)} (and pressloop must be measured)")
+    return options
+
+
+def _log(message: str) -> None:
+    print(f"[{datetime.now():%H:%M:%S}] {message}", file=sys.stderr, flush=True)
+
+
+async def run(options: argparse.Namespace, logs: Path, results: dict[str, Any]) -> None:
+    every = options.systems
+    defaults = [k for k in every if k in DEFAULT_ONLY]
+    if "postgres" in options.databases:
+        results["postgres"] = await admin_sql(options.postgres_url, "SHOW server_version")
+    async with model_server(logs / "model-server.log") as port:
+        ctx = sequential.Context(
+            admin_url=options.postgres_url, data_dir=logs / "data", log_dir=logs, model_port=port
+        )
+        for workload in options.workloads:
+            results["load"][workload] = facts.load()
+            out: dict[str, Any] = results.setdefault(workload, {})
+            for database in options.databases:
+                _log(f"{workload} on {database}")
+                if workload == "overhead":
+                    out[database] = await sequential.overhead(
+                        ctx,
+                        every,
+                        database,
+                        turns=options.turns,
+                        warmup=options.warmup,
+                        block=options.block,
+                    )
+                elif workload == "crash":
+                    out[database] = {
+                        key: await concurrency.crash(ctx, key, database) for key in every
+                    }
+                elif workload == "concurrency":
+                    out[database] = await concurrency.concurrency(
+                        ctx, defaults, database, options.concurrent
+                    )
+                elif workload == "streaming":
+                    out[database] = {
+                        key: await streaming.stream_system(ctx, key, database, options.streams)
+                        for key in defaults
+                    }
+                elif workload == "growth":
+                    out[database] = await sequential.growth(
+                        ctx,
+                        defaults,
+                        database,
+                        sizes=options.sizes,
+                        turns=options.growth_turns,
+                        warmup=5,
+                        block=max(5, options.growth_turns // 6),
+                    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    options = parse(sys.argv[1:] if argv is None else argv)
+    if options.from_json:
+        results = json.loads(options.from_json.read_text())
+    else:
+        started = time.perf_counter()
+        results = {
+            "started": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+            "command": "python -m bench.peers "
+            + shlex.join(sys.argv[1:] if argv is None else argv),
+            "quick": options.quick,
+            "code": facts.code_version(),
+            "machine": facts.machine(),
+            "load": {},
+        }
+        with tempfile.TemporaryDirectory(prefix="pressloop-peers-") as tmp:
+            logs = options.logs or Path(tmp)
+            logs.mkdir(parents=True, exist_ok=True)
+            asyncio.run(run(options, logs, results))
+        results["code_after"] = facts.code_version()
+        results["wall_s"] = time.perf_counter() - started
+        if options.json:
+            options.json.write_text(json.dumps(results))
+    section = document.render(results)
+    print(section)
+    if options.write is not None:
+        write_section(options.write, section, start=document.START_MARKER, end=document.END_MARKER)
+        _log(f"wrote {options.write}")
+
+
+if __name__ == "__main__":
+    main()

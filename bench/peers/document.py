@@ -1,0 +1,141 @@
+"""The peers' section of docs/benchmarks.md: how each workload was run, its table, the goals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.peers import report
+from bench.peers.system import MESSAGE
+
+START_MARKER = "<!-- peers:start -->"
+END_MARKER = "<!-- peers:end -->"
+
+SETUP = f"""Every system runs the same turn: the message "{MESSAGE}", 3 rounds in which the model
+calls the no-op tool `noop` (it returns "ok"), then the final answer. The model is one scripted
+OpenAI-compatible server (`bench/peers/model_server.py`, its own process, a bare asyncio HTTP
+server so that it is never the bottleneck), stateless: it answers with a tool call while the
+transcript holds fewer than 3 tool results after the last user message. Every system reaches it
+through the `openai` SDK over HTTP, so every system pays the real client cost:
+
+- **Pressloop**: `Service.submit` + `Service.run_now` (the path of a chat `wait`), provider
+  `openai-compatible` (`PRESSLOOP_BASE_URL`), the no-op action from `bench/noop_pack.py`, the
+  default settings (pool 20 + 10), budgets and cooldown off.
+- **LangGraph**: the ReAct-style graph of its documentation (`MessagesState`, an agent node,
+  the prebuilt `ToolNode` and `tools_condition`); the agent node calls the `openai` SDK itself
+  (langchain-openai is not in the peers group). Checkpointer `AsyncSqliteSaver` (one aiosqlite
+  connection, its own WAL setup) or `AsyncPostgresSaver` on a psycopg pool of 30.
+  `durability="async"` is LangGraph's default; `durability="sync"` (workload 1 and the crash
+  test only) waits for each checkpoint before the next step.
+- **OpenAI Agents SDK**: an `Agent` with `function_tool(noop)`, `OpenAIChatCompletionsModel`,
+  the SDK's `SQLAlchemySession` (aiosqlite / asyncpg, pool 20 + 10), tracing off.
+- **Pydantic AI**: an `Agent` with the tool on `OpenAIChatModel`; the message history is loaded
+  before and stored after each run (`all_messages_json()`) in one table (aiosqlite / asyncpg).
+
+Each system runs in its own process (`bench/peers/child.py`) on its own fresh database: a
+SQLite file, or a new database on the local PostgreSQL. Sequential workloads are interleaved:
+the processes take turns in blocks, so that every system samples the same stretches of this
+shared machine. Pressloop always streams from the model (its events carry the text deltas);
+the peers use their plain `run` here, so each system's bare model turn is taken in its own mode.
+"""
+
+OVERHEAD = """### 1. Overhead per round
+
+Sequential turns, each on a new thread (created outside the timed span). Right after each turn
+the same process times the bare model turn (the turn's 4 requests with the same growing
+transcript, through the same SDK, nothing stored; streamed for Pressloop). Overhead per round =
+(turn - bare model turn) / 3, per turn; median and p95 over the turns. RSS is the process's
+before and after the measured turns (peak in brackets), which includes every library the
+system imports.
+"""
+
+DURABILITY = """### What is durable after each round
+
+Measured, not taken from the docs: the model server holds the request of round 3 (the one
+carrying 2 tool results), the system's process is killed (SIGKILL) half a second later, and a
+new process resumes the turn the system's own way (Pressloop: a worker reclaims the run when
+its lease expires and continues from its checkpoint; LangGraph: `ainvoke(None)` on the thread;
+Agents SDK: `Runner.run` again on the session, with no new input, since its `RunState` resumes
+approvals, not crashes; Pydantic AI has nothing to resume from and runs the turn again). The
+model server then reports the tool results the first request after the restart carried.
+A repeated round repeats its tool call: with a tool that writes, that is a duplicate effect,
+unless the system records it (Pressloop's ledger; this no-op tool is a read, so it has none).
+"""
+
+CONCURRENCY = """### 2. Concurrency: N turns at once on the 1 s model, one process
+
+Every model answer takes 1 s, so a turn's ideal wall time is 4 s (4 model calls). N threads are
+made first, then N turns start together (`asyncio.gather`) in one process; wall time from the
+start to the last turn done, against the ideal. "bare client" is the floor: N bare model turns
+at once through the SDK, no agent runtime. Peak RSS is the process's VmHWM; in brackets, what
+it grew over the idle process with its N threads made.
+"""
+
+STREAMING = """### 3. Streaming: time from the model's first token to the client's first frame
+
+N concurrent streamed chat turns over HTTP, on the 1 s model, its final text streamed one token
+every 10 ms. Pressloop: the real `pressloop serve` (API, in-process worker and scheduler),
+`POST /v1/threads/{id}/runs` with `mode: stream`. None of the peers has an HTTP serving path in
+the packages compared (LangGraph's server is the separate LangGraph Platform), so each is put
+behind the same minimal FastAPI + sse-starlette endpoint (`bench/peers/sse_app.py`, uvicorn),
+which sends each text delta the moment the system yields it and stores nothing on the way.
+Pressloop commits every event before its frame leaves, so a client can reconnect and resume;
+that commit is on this path. The first token carries the model server's CLOCK_MONOTONIC time
+taken just before it is written; the bench client (httpx) reads the clock when it has parsed
+the first frame that carries it. Two turns warm each server up first (Pressloop loads the
+model SDK on its first turn) and are not counted.
+"""
+
+GROWTH = """### 4. Growth: overhead per round with 10, 1,000 and 100,000 stored conversations
+
+One real turn is run on a fresh store and its rows copied straight into the system's own
+tables (`bench/peers/prefill.py`: every id rewritten, SQLite `executemany`, PostgreSQL `COPY`
+then `ANALYZE`), up to each size; then turns are measured as in workload 1, interleaved. A
+stored conversation is everything one 3-round turn leaves (Pressloop: the thread, the run, its
+messages and events). The turns measured at one size are history for the next.
+"""
+
+
+def render(results: dict[str, Any]) -> str:
+    verdicts: list[str] = []
+    lines = [
+        "## Pressloop and its peers",
+        "",
+        f"Measured {results['started']} with `{results['command']}`"
+        + (
+            " (**quick smoke run**: small N, not the figures to quote)."
+            if results["quick"]
+            else "."
+        ),
+        "",
+        f"- code: {results['code']} (at the start of the run)"
+        + (
+            ""
+            if results["code_after"] == results["code"]
+            else f"; **changed during the run**, to {results['code_after']}"
+        ),
+        *(f"- {fact}" for fact in results["machine"]),
+        *(
+            [f"- PostgreSQL {results['postgres']} (local, 127.0.0.1, the server's defaults)"]
+            if results.get("postgres")
+            else []
+        ),
+        "- load average (1, 5, 15 min) at the start of each workload: "
+        + "; ".join(f"{name} {load}" for name, load in results["load"].items()),
+        f"- wall time of the whole run: {results['wall_s'] / 60:.1f} min",
+        "",
+        SETUP,
+    ]
+    if "overhead" in results:
+        lines += [OVERHEAD, *report.overhead_section(results["overhead"], verdicts), ""]
+    if "crash" in results:
+        lines += [DURABILITY, report.durability_section(results["crash"]), ""]
+    if "concurrency" in results:
+        lines += [CONCURRENCY, report.concurrency_section(results["concurrency"], verdicts), ""]
+    if "streaming" in results:
+        lines += [STREAMING, report.streaming_section(results["streaming"], verdicts), ""]
+    if "growth" in results:
+        lines += [GROWTH, report.growth_section(results["growth"], verdicts), ""]
+    lines += ["### Goals", "", *(f"- {v}" for v in verdicts), ""]
+    if results.get("profile"):
+        lines += ["### Where Pressloop's time goes (profile)", "", results["profile"], ""]
+    return "\n".join(lines)

@@ -1,0 +1,240 @@
+"""The peers' section of docs/benchmarks.md, from the results of one run."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from bench.common import percentile, table
+from bench.peers.system import ROUNDS, SYSTEMS
+
+DB_NAMES = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
+GROWTH_LIMIT = 1.25  # "does not grow": at most this ratio, a margin for this machine's noise
+CONCURRENCY_GOAL = 1.3
+FIRST_FRAME_GOAL_MS = 20.0
+
+STORED = {
+    "pressloop": "the round's model answer (checkpoint), its events, the lease; a write "
+    "action's ledger intent before it runs, its outcome after",
+    "langgraph": "a checkpoint after every step (agent node, tools node), written while the "
+    "next step runs",
+    "langgraph-sync": "a checkpoint after every step, written before the next step starts",
+    "openai-agents": "the session's new items (model output, tool calls, tool results) after "
+    "each model turn",
+    "pydantic-ai": "nothing until the run ends; then the whole history (saved by the "
+    "application, as the docs show)",
+}
+
+
+def ms(seconds: float) -> str:
+    value = seconds * 1000
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    return f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
+
+
+def _name(key: str) -> str:
+    return SYSTEMS.get(key, key)
+
+
+def _ratio(value: float, best: float) -> str:
+    return f"{value / best:.2f}x" if best > 0 else "-"
+
+
+def per_round(samples: dict[str, list[float]]) -> list[float]:
+    """Overhead per round of each turn: (turn - its bare model turn) / rounds."""
+    pairs = zip(samples["turn_s"], samples["floor_s"], strict=True)
+    return [(turn - bare) / ROUNDS for turn, bare in pairs]
+
+
+def _best_peer(values: dict[str, float]) -> tuple[str, float]:
+    peers = {k: v for k, v in values.items() if k != "pressloop"}
+    key = min(peers, key=lambda k: peers[k])
+    return key, peers[key]
+
+
+def overhead_section(results: dict[str, Any], verdicts: list[str]) -> list[str]:
+    rows, floors = [], []
+    for database, systems in results.items():
+        medians = {
+            k: statistics.median(per_round(r["samples"]["main"]))
+            for k, r in systems.items()
+            if k != "floor"
+        }
+        best_key, best = _best_peer(medians)
+        for key, r in systems.items():
+            s = r["samples"]["main"]
+            if key == "floor":
+                floors.append(
+                    [
+                        DB_NAMES[database],
+                        ms(statistics.median(s["commit_s"])),
+                        ms(percentile(s["commit_s"], 95)),
+                        ms(statistics.median(s["model_s"])),
+                        ms(statistics.median(s["model_stream_s"])),
+                    ]
+                )
+                continue
+            rounds = per_round(s)
+            memory, before = r["memory"], r["memory_before"]
+            rows.append(
+                [
+                    _name(key),
+                    DB_NAMES[database],
+                    str(len(rounds)),
+                    ms(statistics.median(s["turn_s"])),
+                    ms(statistics.median(s["floor_s"])),
+                    f"**{ms(medians[key])}**",
+                    ms(percentile(rounds, 95)),
+                    _ratio(medians[key], best),
+                    f"{before['rss']:.0f} -> {memory['rss']:.0f} ({memory['peak']:.0f})",
+                ]
+            )
+        ours = medians["pressloop"]
+        verdicts.append(
+            f"Overhead per round, {DB_NAMES[database]}: Pressloop {ms(ours)} ms, best peer "
+            f"{_name(best_key)} {ms(best)} ms: "
+            + ("**met**" if ours <= best else f"**missed** ({ours / best:.2f}x)")
+        )
+    head = ["system", "database", "turns", "turn median (ms)", "bare model turn (ms)"]
+    head += ["overhead/round median (ms)", "p95 (ms)", "vs best peer"]
+    head += ["RSS before -> after the turns (peak), MiB"]
+    floor_head = ["database", "bare commit median (ms)", "p95 (ms)"]
+    floor_head += ["bare model turn (ms)", "bare model turn, streamed (ms)"]
+    floors_table = table(floor_head, floors)
+    return [table(head, rows), "", "The floors, measured in the same run:", "", floors_table]
+
+
+def durability_section(crash: dict[str, Any]) -> str:
+    rows = []
+    keys = list(next(iter(crash.values())).keys()) if crash else []
+    for key in keys:
+        cells = []
+        for database in crash:
+            r = crash[database].get(key)
+            if r is None:
+                cells.append("-")
+            elif r["error"]:
+                cells.append(f"failed: {r['error']}")
+            else:
+                cells.append(
+                    f"round {r['resumed_at_round']} ({r['rounds_repeated']} rounds run again)"
+                )
+        rows.append([_name(key), STORED[key], *cells])
+    head = ["system", "durable after each round", *(f"resumed at, {DB_NAMES[d]}" for d in crash)]
+    return table(head, rows)
+
+
+def concurrency_section(results: dict[str, Any], verdicts: list[str]) -> str:
+    rows = []
+    for database, by_n in results.items():
+        ideal = by_n["ideal_s"]
+        for n, row in by_n.items():
+            if n in ("ideal_s", "latency_s"):
+                continue
+            for key, r in row.items():
+                if key.startswith("bare"):
+                    name = "bare client" + (", streamed" if key == "bare-stream" else "")
+                    done, memory = n, f"({r['memory']['peak']:.0f})"
+                else:
+                    name = _name(key)
+                    done = f"{r['succeeded']}/{n}"
+                    grown = r["memory"]["peak"] - r["memory_before"]["rss"]
+                    memory = f"{r['memory']['peak']:.0f} (+{grown:.0f})"
+                wall = r["wall_s"]
+                rows.append(
+                    [
+                        n,
+                        DB_NAMES[database],
+                        name,
+                        done,
+                        f"{wall:.2f}",
+                        f"**{wall / ideal:.2f}x**",
+                        memory,
+                    ]
+                )
+            ours = row.get("pressloop")
+            if ours is not None and n == max((k for k in by_n if k.isdigit()), key=int):
+                ratio = ours["wall_s"] / ideal
+                verdicts.append(
+                    f"{n} concurrent 1 s turns in one process, {DB_NAMES[database]}: "
+                    f"{ours['wall_s']:.2f} s = {ratio:.2f}x the ideal {ideal:g} s: "
+                    + ("**met**" if ratio <= CONCURRENCY_GOAL else "**missed**")
+                    + f" (goal <= {CONCURRENCY_GOAL}x; {ours['succeeded']}/{n} succeeded)"
+                )
+    head = ["N", "database", "system", "succeeded", "wall (s)", "/ ideal"]
+    head += ["peak RSS, MiB (+ over the idle process)"]
+    return table(head, rows)
+
+
+def streaming_section(results: dict[str, Any], verdicts: list[str]) -> str:
+    rows = []
+    for database, systems in results.items():
+        p99s = {k: percentile(r["first_ms"], 99) for k, r in systems.items() if r["first_ms"]}
+        _best_key, best = _best_peer(p99s) if len(p99s) > 1 else ("", float("nan"))
+        for key, r in systems.items():
+            first = r["first_ms"]
+            path = "`pressloop serve`" if r["serving"] == "pressloop" else "bench FastAPI SSE app"
+            rows.append(
+                [
+                    _name(key),
+                    DB_NAMES[database],
+                    path,
+                    f"{r['finished']}/{r['streams']}",
+                    f"{statistics.median(first):.1f}" if first else "-",
+                    f"**{percentile(first, 99):.1f}**" if first else "-",
+                    f"{max(first):.1f}" if first else "-",
+                    _ratio(p99s[key], best) if key in p99s else "-",
+                    f"{statistics.median(r['turn_s']):.2f}" if r["turn_s"] else "-",
+                    f"{r['peak_rss_mb']:.0f}" if r["peak_rss_mb"] else "-",
+                ]
+            )
+        ours = systems.get("pressloop")
+        if ours and ours["first_ms"]:
+            p99 = percentile(ours["first_ms"], 99)
+            verdicts.append(
+                f"First frame under {ours['streams']} concurrent streams, "
+                f"{DB_NAMES[database]}: p99 {p99:.1f} ms: "
+                + ("**met**" if p99 <= FIRST_FRAME_GOAL_MS else "**missed**")
+                + f" (goal <= {FIRST_FRAME_GOAL_MS:g} ms)"
+            )
+    head = ["system", "database", "serving path", "streams finished"]
+    head += ["first frame median (ms)", "p99 (ms)", "max (ms)", "p99 vs best peer"]
+    head += ["turn median (s)", "server peak RSS (MiB)"]
+    return table(head, rows)
+
+
+def growth_section(results: dict[str, Any], verdicts: list[str]) -> str:
+    rows = []
+    for database, systems in results.items():
+        for key, r in systems.items():
+            by_size = {
+                int(label[4:]): statistics.median(per_round(s)) for label, s in r["samples"].items()
+            }
+            sizes = sorted(by_size)
+            growth = by_size[sizes[-1]] / by_size[sizes[0]] if by_size[sizes[0]] > 0 else 0.0
+            rows.append(
+                [
+                    _name(key),
+                    DB_NAMES[database],
+                    str(r["rows_per_copy"]),
+                    *(ms(by_size[size]) for size in sizes),
+                    f"**{growth:.2f}x**",
+                    f"{r['fill_s'][str(sizes[-1])]:.1f}",
+                ]
+            )
+            if key == "pressloop":
+                verdicts.append(
+                    f"Growth with history, {DB_NAMES[database]}: overhead per round "
+                    f"{ms(by_size[sizes[0]])} ms at {sizes[0]:,} stored conversations, "
+                    f"{ms(by_size[sizes[-1]])} ms at {sizes[-1]:,} ({growth:.2f}x): "
+                    + ("**met**" if growth <= GROWTH_LIMIT else "**missed**")
+                    + f" (no growth: <= {GROWTH_LIMIT}x, this machine's noise)"
+                )
+    sizes_seen = sorted(
+        {int(label[4:]) for s in results.values() for r in s.values() for label in r["samples"]}
+    )
+    head = ["system", "database", "rows per stored conversation"]
+    head += [f"overhead/round at {n:,} (ms)" for n in sizes_seen]
+    head += [f"{sizes_seen[-1]:,} / {sizes_seen[0]:,}", f"fill to {sizes_seen[-1]:,} (s)"]
+    return table(head, rows)

@@ -1,0 +1,153 @@
+"""Workload 3: N concurrent streamed chat turns through each system's HTTP serving path.
+
+Pressloop is the real `pressloop serve` (API, in-process worker and scheduler; `POST
+/v1/threads/{id}/runs` with `mode: stream`); each peer is behind the same minimal FastAPI SSE
+app (sse_app.py). The model is the 1 s model, its final text streamed a token every 10 ms. Its
+first token carries the model server's CLOCK_MONOTONIC time taken just before it was written;
+the client reads the clock again when it has parsed the first SSE frame carrying that token:
+the difference is the time the token took to cross the system.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.peers.model_server import STAMP, base_url
+from bench.peers.procs import Process, fresh_target
+from bench.peers.sequential import Context
+from bench.peers.system import MESSAGE, Target
+
+LATENCY_MS = 1000
+GAP_MS = 10
+WARMUP = 2  # streams run (and not counted) before the measured ones
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def _pressloop_server(target: Target, port: int, log: Path) -> tuple[Process, str]:
+    env = {
+        "PRESSLOOP_DATA_DIR": target.data_dir,
+        "PRESSLOOP_DATABASE_URL": target.sqlalchemy_url(),
+        "PRESSLOOP_PROVIDER": "openai-compatible",
+        "PRESSLOOP_BASE_URL": target.model_url,
+        "PRESSLOOP_ACTION_PACKS": "bench.noop_pack",
+        # A benchmark sends hundreds of turns a minute as one user.
+        "PRESSLOOP_COOLDOWN": "0",
+        "PRESSLOOP_BUDGET_USER_ACTIONS": "0",
+        "PRESSLOOP_BUDGET_USER_TOKENS": "0",
+        "PRESSLOOP_BUDGET_SITE_ACTIONS": "0",
+        "PRESSLOOP_BUDGET_SITE_TOKENS": "0",
+    }
+    command = str(Path(sys.executable).parent / "pressloop")
+    args = [command, "serve", "--host", "127.0.0.1", "--port", str(port), "--no-local-wordpress"]
+    return await Process.start(args, name="pressloop serve", log=log, env=env), "pressloop"
+
+
+async def _peer_server(key: str, target: Target, port: int, log: Path) -> tuple[Process, str]:
+    import json
+
+    args = [sys.executable, "-m", "bench.peers.sse_app", "--system", key]
+    args += ["--target", json.dumps(asdict(target)), "--port", str(port)]
+    return await Process.start(args, name=f"{key} sse_app", log=log), "peer"
+
+
+async def _ready(client: httpx.AsyncClient, server: Process) -> None:
+    async with asyncio.timeout(180):
+        while True:
+            if server.proc.returncode is not None:
+                raise RuntimeError(f"{server.name} stopped: {server.log.read_text()[-2000:]}")
+            try:
+                if (await client.get("/healthz")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.2)
+
+
+async def _one_stream(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    first_ms: float | None = None
+    finished = False
+    started = time.perf_counter()
+    async with client.stream("POST", path, json=body) as response:
+        response.raise_for_status()
+        async for line in response.aiter_lines():
+            if first_ms is None and line.startswith("data:"):
+                found = STAMP.search(line)
+                if found:
+                    first_ms = (time.monotonic_ns() - int(found.group(1))) / 1e6
+            elif line in ("event: run.finished", "event: done"):
+                finished = True
+    return {"first_ms": first_ms, "finished": finished, "turn_s": time.perf_counter() - started}
+
+
+async def stream_system(ctx: Context, key: str, database: str, streams: int) -> dict[str, Any]:
+    model = base_url(ctx.model_port, latency_ms=LATENCY_MS, gap_ms=GAP_MS)
+    async with fresh_target(database, ctx.admin_url, ctx.data_dir, model) as target:
+        port = free_port()
+        log = ctx.log(f"streaming-{key}-{database}")
+        if key == "pressloop":
+            server, kind = await _pressloop_server(target, port, log)
+        else:
+            server, kind = await _peer_server(key, target, port, log)
+        limits = httpx.Limits(max_connections=streams + 20, max_keepalive_connections=streams + 20)
+        try:
+            async with httpx.AsyncClient(
+                base_url=f"http://127.0.0.1:{port}", timeout=300, limits=limits
+            ) as client:
+                await _ready(client, server)
+                if kind == "pressloop":
+                    token = (Path(target.data_dir) / "admin-token").read_text().strip()
+                    client.headers["Authorization"] = f"Bearer {token}"
+                    create, runs, body = "/v1/threads", "/v1/threads/{}/runs", {"mode": "stream"}
+                else:
+                    create, runs, body = "/threads", "/threads/{}/runs", {}
+                threads = []
+                for _ in range(streams + WARMUP):
+                    created = await client.post(create, json={})
+                    created.raise_for_status()
+                    threads.append(created.json()["id"])
+                body = {**body, "message": MESSAGE}
+                # A first turn loads what a server loads lazily (Pressloop: the model SDK).
+                warm = threads[:WARMUP]
+                threads = threads[WARMUP:]
+                await asyncio.gather(*(_one_stream(client, runs.format(t), body) for t in warm))
+                started = time.perf_counter()
+                outcomes = await asyncio.gather(
+                    *(_one_stream(client, runs.format(t), body) for t in threads),
+                    return_exceptions=True,
+                )
+                wall = time.perf_counter() - started
+            peak = peak_rss_mb(server.proc.pid) if server.proc.returncode is None else None
+        finally:
+            await server.stop()
+    done = [o for o in outcomes if isinstance(o, dict)]
+    errors = [repr(o)[:200] for o in outcomes if isinstance(o, BaseException)]
+    return {
+        "first_ms": [o["first_ms"] for o in done if o["first_ms"] is not None],
+        "finished": sum(1 for o in done if o["finished"]),
+        "streams": streams,
+        "wall_s": wall,
+        "turn_s": [o["turn_s"] for o in done],
+        "errors": errors[:3],
+        "peak_rss_mb": peak,
+        "serving": kind,
+    }
