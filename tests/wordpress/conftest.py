@@ -9,6 +9,7 @@
   admin (id 1), "Hello world!" (post 1), the sample page (2), Akismet and the test plugin.
 - `wordpress_client`: a `WordPressClient` for that site, authenticated as the admin with an
   Application Password; no retries and a short timeout, so a broken site fails fast.
+- `wp` and `admin`: the action harnesses of `harness.py` on that client.
 """
 
 from __future__ import annotations
@@ -19,8 +20,14 @@ from pathlib import Path
 
 import pytest
 
+from pressloop.actions.executor import Executor
+from pressloop.actions.registry import ActionServices, Registry
 from pressloop.actions.wordpress import WordPressClient
+from pressloop.actions.wordpress.admin import ADMIN_ACTIONS
+from pressloop.actions.wordpress.content import CONTENT_ACTIONS
 from pressloop.wordpress import LocalSite, missing_packages
+from tests.wordpress.harness import Admin, Harness
+from tests.wordpress.memory_ledger import MemoryLedger
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_PLUGIN = Path(__file__).resolve().parent / "plugin" / "pressloop-test-plugin.php"
@@ -70,3 +77,21 @@ async def wordpress_client(wordpress: LocalSite) -> AsyncIterator[WordPressClien
     )
     yield client
     await client.aclose()
+
+
+@pytest.fixture
+def wp(wordpress_client: WordPressClient) -> Harness:
+    ledger = MemoryLedger()
+    services = ActionServices(wordpress=wordpress_client)
+    return Harness(
+        wordpress_client, ledger, Executor(Registry(CONTENT_ACTIONS), services, ledger=ledger)
+    )
+
+
+@pytest.fixture
+def admin(wordpress_client: WordPressClient) -> Admin:
+    ledger = MemoryLedger()
+    services = ActionServices(wordpress=wordpress_client)
+    return Admin(
+        wordpress_client, ledger, Executor(Registry(ADMIN_ACTIONS), services, ledger=ledger)
+    )

@@ -7,90 +7,19 @@ step's snapshot and outcome the way the runtime's ledger does, so undo gets the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from pressloop.actions.executor import Executor
-from pressloop.actions.registry import ActionServices, ActionSpec, Registry
-from pressloop.actions.wordpress import WordPressClient
+from pressloop.actions.registry import ActionSpec
 from pressloop.actions.wordpress.content import CONTENT_ACTIONS, blocks
 from pressloop.contracts import (
-    ActionCall,
-    ActionContext,
-    ActionOutcome,
-    Policy,
-    PolicyMode,
     Risk,
     StepStatus,
-    Trigger,
 )
 from pressloop.errors import ActionError
-from pressloop.policy import resolve_policy
-from pressloop.wordpress import LocalSite
-from tests.wordpress.memory_ledger import MemoryLedger, Step
-
-SPECS = {spec.name: spec for spec in CONTENT_ACTIONS}
-OPEN = Policy(destructive=PolicyMode.ALLOW)
-
-
-@dataclass
-class Harness:
-    client: WordPressClient
-    ledger: MemoryLedger
-    executor: Executor
-    step: int = 0
-
-    def context(self, policy: Policy | None = None, run_id: str = "run-1") -> ActionContext:
-        self.step += 1
-        return ActionContext(
-            run_id=run_id,
-            thread_id="thread-1",
-            trigger=Trigger.CHAT,
-            step_index=self.step,
-            policy=policy or resolve_policy(Trigger.CHAT),
-        )
-
-    async def run(
-        self, action: str, policy: Policy | None = None, /, **params: Any
-    ) -> ActionOutcome:
-        return await self.executor.run(
-            ActionCall(id=f"call-{self.step}", name=action, params=params), self.context(policy)
-        )
-
-    async def ok(self, action: str, policy: Policy | None = None, /, **params: Any) -> Any:
-        outcome = await self.run(action, policy, **params)
-        assert outcome.status is StepStatus.SUCCEEDED, outcome.content
-        return outcome.data
-
-    def last(self) -> Step:
-        return self.ledger.steps[("run-1", self.step)]
-
-    async def undo(self, name: str, step_index: int | None = None) -> Any:
-        """Undo a step (the last one unless told) the way the runtime does: from its snapshot
-        and its outcome's data."""
-        step = self.ledger.steps[("run-1", step_index or self.step)]
-        undo = SPECS[name].undo
-        assert undo is not None and step.outcome is not None
-        return (await undo(step.snapshot, step.outcome.data, self.services)).content
-
-    @property
-    def services(self) -> ActionServices:
-        return self.executor.services
-
-    async def read(self, route: str) -> Any:
-        return await self.client.get(route)
-
-
-@pytest.fixture
-def wp(wordpress_client: WordPressClient) -> Harness:
-    ledger = MemoryLedger()
-    services = ActionServices(wordpress=wordpress_client)
-    return Harness(
-        wordpress_client, ledger, Executor(Registry(CONTENT_ACTIONS), services, ledger=ledger)
-    )
-
+from tests.wordpress.harness import CONTENT_SPECS as SPECS
+from tests.wordpress.harness import OPEN, Harness
 
 BLOCKS = "<!-- wp:heading -->\n<h2>Hi</h2>\n<!-- /wp:heading -->"
 
@@ -318,70 +247,6 @@ async def test_a_missing_post_is_a_clear_error(wp: Harness) -> None:
 
 
 # -- reconcile -------------------------------------------------------------------------------------
-
-
-async def test_reconcile_finds_the_post_an_interrupted_create_made(
-    wp: Harness, wordpress: LocalSite
-) -> None:
-    params = {"title": "Tea & <em>cake</em> -50%", "content": "Exactly once"}
-    context = wp.context()
-    spec = SPECS["create_post"]
-    assert spec.reconcile is not None
-    validated = spec.params.model_validate(params)
-    assert await spec.reconcile(validated, context, wp.services) is None  # nothing made yet
-
-    # The worker died after WordPress made the post, before the outcome reached the ledger.
-    call = ActionCall(id="c", name="create_post", params=params)
-    await wp.ledger.intent(call, spec.risk, context, None)
-    made = await spec.handler(validated, context, wp.services)
-    marker = wordpress.run_php(f"echo get_post_meta({made.content['id']}, '_pressloop_call', 1);")
-    assert marker == f"run-1:{context.step_index}"
-    # Then another step made a post just like it: only the marker tells them apart.
-    twin = await spec.handler(validated, wp.context(), wp.services)
-
-    resumed = await wp.executor.run(call, context)  # the same (run, step) again
-    assert resumed.status is StepStatus.SUCCEEDED and resumed.data["id"] == made.content["id"]
-    assert "found again" in resumed.summary and twin.content["id"] != made.content["id"]
-    titles = [p["title"]["raw"] for p in await wp.client.get("/wp/v2/posts", {"status": "draft"})]
-    assert titles.count(params["title"]) == 2  # ours and the twin: no third
-
-
-async def test_without_the_mu_plugin_reconcile_recognises_what_the_create_wrote(
-    wp: Harness, wordpress: LocalSite
-) -> None:
-    (wordpress.docroot / "wp-content/mu-plugins/pressloop-calls.php").unlink()
-    spec = SPECS["create_post"]
-    assert spec.reconcile is not None
-    params = spec.params.model_validate({"title": "Tea & cake -50%", "content": "Exactly once"})
-    context = wp.context()
-    assert await spec.reconcile(params, context, wp.services) is None
-    await wp.client.post("/wp/v2/posts", {"title": params.title, "content": "Other words"})
-    made = await spec.handler(params, context, wp.services)
-    found = await spec.reconcile(params, context, wp.services)
-    assert found is not None and found.content["id"] == made.content["id"]
-    assert (
-        wordpress.run_php(f"echo get_post_meta({made.content['id']}, '_pressloop_call', 1);") == ""
-    )
-
-
-async def test_reconcile_finds_a_created_category_and_undo_deletes_it(wp: Harness) -> None:
-    spec = SPECS["create_category"]
-    assert spec.reconcile is not None
-    params = spec.params.model_validate({"name": "Recipes & Tips"})
-    assert await spec.reconcile(params, wp.context(), wp.services) is None
-    created = await wp.ok("create_category", name="Recipes & Tips")
-    create_step = wp.step
-    wp.step -= 1  # the same (run, step) as the create, as a resumed run asks
-    found = await spec.reconcile(params, wp.context(), wp.services)
-    assert found is not None and found.content["id"] == created["id"]
-    # Another step did not make it: the marker tells them apart.
-    assert await spec.reconcile(params, wp.context(), wp.services) is None
-    listed = await wp.ok("list_categories", search="Recipes")
-    assert [c["name"] for c in listed["categories"]] == ["Recipes & Tips"]
-
-    await wp.undo("create_category", create_step)
-    with pytest.raises(ActionError, match="404"):
-        await wp.read(f"/wp/v2/categories/{created['id']}")
 
 
 # -- categories and tags ---------------------------------------------------------------------------
