@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import admin_sql, write_section
-from bench.peers import concurrency, document, facts, sequential, streaming
+from bench.peers import concurrency, document, facts, profiling, report, sequential, streaming
 from bench.peers.procs import model_server
 from bench.peers.system import SYSTEMS
 
@@ -58,6 +58,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, help="also save the raw results here")
     parser.add_argument("--from-json", type=Path, help="render saved results, run nothing")
     parser.add_argument("--logs", type=Path, help="keep the processes' logs here")
+    parser.add_argument(
+        "--no-profile", action="store_true", help="do not profile Pressloop where it misses"
+    )
     options = parser.parse_args(argv)
     if options.quick:
         options.turns, options.warmup, options.block = 60, 5, 20
@@ -123,6 +126,55 @@ async def run(options: argparse.Namespace, logs: Path, results: dict[str, Any]) 
                     )
 
 
+async def profile_misses(options: argparse.Namespace, logs: Path, results: dict[str, Any]) -> None:
+    """Run Pressloop again under pyinstrument for every goal it missed, and keep a summary."""
+    missed = [v for v in document.verdicts(results) if not v.met]
+    if not missed or options.no_profile:
+        return
+    profiles: dict[str, str] = results.setdefault("profiles", {})
+    async with model_server(logs / "model-server-profiles.log") as port:
+        ctx = sequential.Context(
+            admin_url=options.postgres_url, data_dir=logs / "data", log_dir=logs, model_port=port
+        )
+        for verdict in missed:
+            name = f"{verdict.workload}-{verdict.database}"
+            path = logs / f"profile-{name}.pyisession"
+            _log(f"profiling Pressloop: {name}")
+            what = await _profiled(ctx, options, verdict.workload, verdict.database, path)
+            title = f"{what}, {report.DB_NAMES[verdict.database]}"
+            profiles[name] = profiling.markdown(title, profiling.summary(path))
+
+
+async def _profiled(
+    ctx: sequential.Context, options: argparse.Namespace, workload: str, database: str, path: Path
+) -> str:
+    if workload == "overhead":
+        turns = min(options.turns, 300)
+        await sequential.overhead(
+            ctx, ["pressloop"], database, turns=turns, warmup=5, block=turns, profile=path
+        )
+        return f"Overhead: {turns} sequential turns"
+    if workload == "concurrency":
+        n = min(max(options.concurrent), 500)
+        await concurrency.profile_concurrency(ctx, database, n, path)
+        return f"Concurrency: {n} turns at once on the 1 s model"
+    if workload == "streaming":
+        await streaming.stream_system(ctx, "pressloop", database, options.streams, profile=path)
+        return f"Streaming: {options.streams} concurrent streams through `pressloop serve`"
+    size = max(options.sizes)
+    await sequential.growth(
+        ctx,
+        ["pressloop"],
+        database,
+        sizes=[size],
+        turns=options.growth_turns,
+        warmup=5,
+        block=options.growth_turns,
+        profile=path,
+    )
+    return f"Growth: {options.growth_turns} turns with {size:,} stored conversations"
+
+
 def main(argv: list[str] | None = None) -> None:
     options = parse(sys.argv[1:] if argv is None else argv)
     if options.from_json:
@@ -142,6 +194,7 @@ def main(argv: list[str] | None = None) -> None:
             logs = options.logs or Path(tmp)
             logs.mkdir(parents=True, exist_ok=True)
             asyncio.run(run(options, logs, results))
+            asyncio.run(profile_misses(options, logs, results))
         results["code_after"] = facts.code_version()
         results["wall_s"] = time.perf_counter() - started
         if options.json:

@@ -10,9 +10,9 @@ stretches of a machine that other work keeps busy. Commands, each answered by on
     fill SIZE         (growth) copies of one real turn up to SIZE stored  -> DONE <seconds>
     result            everything measured, as JSON                        -> RESULT {...}
 
-One-shot workloads print `RESULT {...}` and exit: `concurrency` (N turns at once),
-`bare-concurrency` (the client alone), `crash-run` (a turn the model never finishes),
-`crash-resume` (the system's own resume of that turn).
+One-shot workloads print `RESULT {...}` and exit: `concurrency` (N turns at once, for each N
+of --sizes, smallest first), `bare-concurrency` (the client alone), `crash-run` (a turn the
+model never finishes), `crash-resume` (the system's own resume of that turn).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bench.peers import prefill
+from bench.peers import prefill, profiling
 from bench.peers.bare import BareCommit, BareModel
 from bench.peers.system import MESSAGE, System, Target, load
 
@@ -144,8 +144,9 @@ class Sequential:
         await self.bare.close()
 
 
-async def driven(system: System | None, target: Target) -> None:
+async def driven(system: System | None, target: Target, profile: str = "") -> None:
     runner = Sequential(system, target)
+    profiler = None
     started = time.perf_counter()
     await runner.open()
     say(f"READY {time.perf_counter() - started:.3f}")
@@ -154,8 +155,12 @@ async def driven(system: System | None, target: Target) -> None:
             line = await asyncio.to_thread(sys.stdin.readline)
             words = line.split()
             if not words or words[0] == "result":
+                if profiler is not None:
+                    profiling.stop(profiler, Path(profile))
                 say("RESULT " + json.dumps(runner.result()))
                 return
+            if profile and profiler is None and words[0] == "measure":
+                profiler = profiling.start()  # the measured turns only
             say(await runner.command(words))
     finally:
         await runner.close()
@@ -167,40 +172,55 @@ async def concurrency(system: System, turns: int) -> dict[str, Any]:
     gc.collect()
     before, cpu = memory_mb(), cpu_s()
     started = time.perf_counter()
-    finished: list[float] = []
-
-    async def one(thread: str) -> None:
-        await system.turn(thread, MESSAGE)
-        finished.append(time.perf_counter() - started)
-
-    outcomes = await asyncio.gather(*(one(t) for t in threads), return_exceptions=True)
+    outcomes = await asyncio.gather(
+        *(system.turn(thread, MESSAGE) for thread in threads), return_exceptions=True
+    )
     wall = time.perf_counter() - started
     errors = [repr(o) for o in outcomes if isinstance(o, BaseException)]
     return {
         "wall_s": wall,
-        "finished_s": sorted(finished),
         "succeeded": turns - len(errors),
         "errors": errors[:3],
         "cpu_s": cpu_s() - cpu,
         "memory_before": before,
-        "memory": memory_mb(),
+        "memory": memory_mb(),  # the peak is the process's so far: sizes run smallest first
     }
+
+
+async def bare_concurrency(model_url: str, sizes: list[int]) -> dict[str, Any]:
+    """The client alone: N bare model turns at once, plain then streamed, for each N."""
+    bare = BareModel(model_url)
+    result: dict[str, Any] = {}
+    for n in sizes:
+        for stream in (False, True):
+            started, cpu = time.perf_counter(), cpu_s()
+            await asyncio.gather(*(bare.turn(stream=stream) for _ in range(n)))
+            wall = time.perf_counter() - started
+            result[f"{n}{'-stream' if stream else ''}"] = {
+                "wall_s": wall,
+                "cpu_s": cpu_s() - cpu,
+                "memory": memory_mb(),
+            }
+    await bare.close()
+    return result
 
 
 async def one_shot(options: argparse.Namespace, target: Target) -> dict[str, Any]:
     if options.workload == "bare-concurrency":
-        bare = BareModel(target.model_url)
-        started = time.perf_counter()
-        await asyncio.gather(*(bare.turn(stream=options.stream) for _ in range(options.turns)))
-        wall = time.perf_counter() - started
-        await bare.close()
-        return {"wall_s": wall, "memory": memory_mb()}
+        return await bare_concurrency(target.model_url, options.sizes)
     system = load(options.system)
     await system.open(target)
     message = f"{MESSAGE} [probe:{options.probe}]" if options.probe else MESSAGE
     try:
         if options.workload == "concurrency":
-            return await concurrency(system, options.turns)
+            # One turn first: what a system loads lazily (Pressloop: the model SDKs) is loaded
+            # before the clock starts, as it is for the peers when they are built.
+            await system.turn(await system.new_thread(), MESSAGE)
+            profiler = profiling.start() if options.profile else None
+            result = {str(n): await concurrency(system, n) for n in sorted(options.sizes)}
+            if profiler is not None:
+                profiling.stop(profiler, Path(options.profile))
+            return result
         if options.workload == "crash-run":
             # The model server holds one request of this turn until the process is killed.
             thread = await system.new_thread()
@@ -220,17 +240,18 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--system", default="", help="a system key, or 'floor'")
     parser.add_argument("--workload", default="driven")
     parser.add_argument("--target", required=True, help="a Target as JSON")
-    parser.add_argument("--turns", type=int, default=100)
-    parser.add_argument("--stream", action="store_true")
+    parser.add_argument("--sizes", type=lambda text: [int(n) for n in text.split(",")])
     parser.add_argument("--thread", default="")
     parser.add_argument("--probe", default="", help="marks the turn's requests (crash test)")
+    parser.add_argument("--profile", default="", help="save a pyinstrument session here")
     return parser.parse_args(argv)
 
 
 async def main(options: argparse.Namespace) -> None:
     target = Target(**json.loads(options.target))
     if options.workload == "driven":
-        await driven(None if options.system == "floor" else load(options.system), target)
+        system = None if options.system == "floor" else load(options.system)
+        await driven(system, target, options.profile)
         return
     say("RESULT " + json.dumps(await one_shot(options, target)))
 

@@ -7,6 +7,7 @@ import asyncio
 import json
 import urllib.request
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from bench.peers.model_server import base_url
@@ -21,30 +22,35 @@ HELD_ROUND = 2  # the crash comes while the model answers round 3 (2 tool result
 CRASH_ENV = {"PRESSLOOP_LEASE_TTL": "2", "PRESSLOOP_LEASE_RENEW": "0.5"}
 
 
+async def profile_concurrency(ctx: Context, database: str, n: int, path: Path) -> None:
+    """Pressloop alone, N turns at once, under pyinstrument."""
+    slow = base_url(ctx.model_port, latency_ms=LATENCY_MS)
+    async with fresh_target(database, ctx.admin_url, ctx.data_dir, slow) as target:
+        log = ctx.log(f"profile-concurrency-{database}")
+        more = ["--workload", "concurrency", "--sizes", str(n), "--profile", str(path)]
+        await one_shot("pressloop", target, log, *more)
+
+
 async def concurrency(
     ctx: Context, keys: list[str], database: str, sizes: list[int]
 ) -> dict[str, Any]:
-    """For each N: the bare client (N bare model turns at once, plain and streamed), then each
-    system (a fresh database, a new process) running N turns at once."""
+    """The bare client (N bare model turns at once, plain and streamed), then each system in
+    its own process on a fresh database, running N turns at once for each N, smallest first
+    (the process's peak memory is then the peak of the largest N so far)."""
     slow = base_url(ctx.model_port, latency_ms=LATENCY_MS)
-    results: dict[str, Any] = {}
-    order = list(keys)
-    for n in sizes:
-        row: dict[str, Any] = {}
+    more = ["--sizes", ",".join(str(n) for n in sorted(sizes))]
+    async with fresh_target(database, ctx.admin_url, ctx.data_dir, slow) as target:
+        log = ctx.log(f"concurrency-bare-{database}")
+        bare = await one_shot("floor", target, log, "--workload", "bare-concurrency", *more)
+    by_system: dict[str, Any] = {}
+    for key in keys:
         async with fresh_target(database, ctx.admin_url, ctx.data_dir, slow) as target:
-            for stream in (False, True):
-                more = ["--workload", "bare-concurrency", "--turns", str(n)]
-                log = ctx.log(f"concurrency-bare-{database}")
-                row["bare-stream" if stream else "bare"] = await one_shot(
-                    "floor", target, log, *more, *(["--stream"] if stream else [])
-                )
-        for key in order:
-            async with fresh_target(database, ctx.admin_url, ctx.data_dir, slow) as target:
-                log = ctx.log(f"concurrency-{key}-{database}")
-                more = ["--workload", "concurrency", "--turns", str(n)]
-                row[key] = await one_shot(key, target, log, *more)
-        results[str(n)] = row
-        order = order[1:] + order[:1]
+            log = ctx.log(f"concurrency-{key}-{database}")
+            by_system[key] = await one_shot(key, target, log, "--workload", "concurrency", *more)
+    results: dict[str, Any] = {}
+    for n in sorted(sizes):
+        row = {"bare": bare[str(n)], "bare-stream": bare[f"{n}-stream"]}
+        results[str(n)] = row | {key: by_system[key][str(n)] for key in keys}
     return {"latency_s": LATENCY_MS / 1000, "ideal_s": (ROUNDS + 1) * LATENCY_MS / 1000, **results}
 
 

@@ -95,8 +95,27 @@ messages and events). The turns measured at one size are history for the next.
 """
 
 
+PROFILES = """### Where Pressloop's time goes, where it falls short (pyinstrument)
+
+Each missed goal is run again with Pressloop under pyinstrument (sampling every 1 ms, wall
+time, async mode off: a sample lands on the thread's current stack). Imports are left out.
+"Self time" is time in the function itself (any code); "inside" is time under each Pressloop
+function, its callees included. The profiled runs are slower and not in the tables above.
+"""
+
+
+def verdicts(results: dict[str, Any]) -> list[report.Verdict]:
+    """The goals, judged (rendering the tables judges them)."""
+    found: list[report.Verdict] = []
+    _body(results, found)
+    return found
+
+
 def render(results: dict[str, Any]) -> str:
-    verdicts: list[str] = []
+    return _body(results, [])
+
+
+def _body(results: dict[str, Any], verdicts: list[report.Verdict]) -> str:
     lines = [
         "## Pressloop and its peers",
         "",
@@ -135,7 +154,7 @@ def render(results: dict[str, Any]) -> str:
         lines += [STREAMING, report.streaming_section(results["streaming"], verdicts), ""]
     if "growth" in results:
         lines += [GROWTH, report.growth_section(results["growth"], verdicts), ""]
-    lines += ["### Goals", "", *(f"- {v}" for v in verdicts), ""]
-    if results.get("profile"):
-        lines += ["### Where Pressloop's time goes (profile)", "", results["profile"], ""]
+    lines += ["### Goals", "", *(f"- {v.line()}" for v in verdicts), ""]
+    if results.get("profiles"):
+        lines += [PROFILES, *(f"{text}\n" for text in results["profiles"].values())]
     return "\n".join(lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from typing import Any
 
 from bench.common import percentile, table
@@ -24,6 +25,17 @@ STORED = {
     "pydantic-ai": "nothing until the run ends; then the whole history (saved by the "
     "application, as the docs show)",
 }
+
+
+@dataclass(kw_only=True)
+class Verdict:
+    workload: str
+    database: str
+    met: bool
+    text: str
+
+    def line(self) -> str:
+        return self.text.replace("{verdict}", "**met**" if self.met else "**missed**")
 
 
 def ms(seconds: float) -> str:
@@ -53,7 +65,7 @@ def _best_peer(values: dict[str, float]) -> tuple[str, float]:
     return key, peers[key]
 
 
-def overhead_section(results: dict[str, Any], verdicts: list[str]) -> list[str]:
+def overhead_section(results: dict[str, Any], verdicts: list[Verdict]) -> list[str]:
     rows, floors = [], []
     for database, systems in results.items():
         medians = {
@@ -92,9 +104,14 @@ def overhead_section(results: dict[str, Any], verdicts: list[str]) -> list[str]:
             )
         ours = medians["pressloop"]
         verdicts.append(
-            f"Overhead per round, {DB_NAMES[database]}: Pressloop {ms(ours)} ms, best peer "
-            f"{_name(best_key)} {ms(best)} ms: "
-            + ("**met**" if ours <= best else f"**missed** ({ours / best:.2f}x)")
+            Verdict(
+                workload="overhead",
+                database=database,
+                met=ours <= best,
+                text=f"Overhead per round, {DB_NAMES[database]}: Pressloop {ms(ours)} ms, best "
+                f"peer {_name(best_key)} {ms(best)} ms ({ours / best:.2f}x): {{verdict}} (goal: "
+                "at or below the best peer)",
+            )
         )
     head = ["system", "database", "turns", "turn median (ms)", "bare model turn (ms)"]
     head += ["overhead/round median (ms)", "p95 (ms)", "vs best peer"]
@@ -125,15 +142,16 @@ def durability_section(crash: dict[str, Any]) -> str:
     return table(head, rows)
 
 
-def concurrency_section(results: dict[str, Any], verdicts: list[str]) -> str:
+def concurrency_section(results: dict[str, Any], verdicts: list[Verdict]) -> str:
     rows = []
     for database, by_n in results.items():
         ideal = by_n["ideal_s"]
-        for n, row in by_n.items():
-            if n in ("ideal_s", "latency_s"):
-                continue
+        sizes = [n for n in by_n if n.isdigit()]
+        for n in sizes:
+            row = by_n[n]
             for key, r in row.items():
-                if key.startswith("bare"):
+                bare = key.startswith("bare")
+                if bare:
                     name = "bare client" + (", streamed" if key == "bare-stream" else "")
                     done, memory = n, f"({r['memory']['peak']:.0f})"
                 else:
@@ -141,33 +159,41 @@ def concurrency_section(results: dict[str, Any], verdicts: list[str]) -> str:
                     done = f"{r['succeeded']}/{n}"
                     grown = r["memory"]["peak"] - r["memory_before"]["rss"]
                     memory = f"{r['memory']['peak']:.0f} (+{grown:.0f})"
-                wall = r["wall_s"]
+                floor = row["bare-stream" if key == "pressloop" else "bare"]["wall_s"]
                 rows.append(
                     [
                         n,
                         DB_NAMES[database],
                         name,
                         done,
-                        f"{wall:.2f}",
-                        f"**{wall / ideal:.2f}x**",
+                        f"{r['wall_s']:.2f}",
+                        f"**{r['wall_s'] / ideal:.2f}x**",
+                        "-" if bare else f"{r['wall_s'] / floor:.2f}x",
+                        f"{r['cpu_s'] / int(n) * 1000:.1f}" if "cpu_s" in r else "-",
                         memory,
                     ]
                 )
-            ours = row.get("pressloop")
-            if ours is not None and n == max((k for k in by_n if k.isdigit()), key=int):
-                ratio = ours["wall_s"] / ideal
-                verdicts.append(
-                    f"{n} concurrent 1 s turns in one process, {DB_NAMES[database]}: "
-                    f"{ours['wall_s']:.2f} s = {ratio:.2f}x the ideal {ideal:g} s: "
-                    + ("**met**" if ratio <= CONCURRENCY_GOAL else "**missed**")
-                    + f" (goal <= {CONCURRENCY_GOAL}x; {ours['succeeded']}/{n} succeeded)"
+        ours = by_n[max(sizes, key=int)].get("pressloop")
+        if ours is not None:
+            n = max(sizes, key=int)
+            ratio = ours["wall_s"] / ideal
+            verdicts.append(
+                Verdict(
+                    workload="concurrency",
+                    database=database,
+                    met=ratio <= CONCURRENCY_GOAL and ours["succeeded"] == int(n),
+                    text=f"{n} concurrent 1 s turns in one process, {DB_NAMES[database]}: "
+                    f"{ours['wall_s']:.2f} s = {ratio:.2f}x the ideal {ideal:g} s, "
+                    f"{ours['succeeded']}/{n} succeeded: {{verdict}} (goal <= "
+                    f"{CONCURRENCY_GOAL}x)",
                 )
-    head = ["N", "database", "system", "succeeded", "wall (s)", "/ ideal"]
-    head += ["peak RSS, MiB (+ over the idle process)"]
+            )
+    head = ["N", "database", "system", "succeeded", "wall (s)", "/ ideal", "/ bare client"]
+    head += ["CPU per turn (ms)", "peak RSS, MiB (+ over the idle process)"]
     return table(head, rows)
 
 
-def streaming_section(results: dict[str, Any], verdicts: list[str]) -> str:
+def streaming_section(results: dict[str, Any], verdicts: list[Verdict]) -> str:
     rows = []
     for database, systems in results.items():
         p99s = {k: percentile(r["first_ms"], 99) for k, r in systems.items() if r["first_ms"]}
@@ -193,10 +219,14 @@ def streaming_section(results: dict[str, Any], verdicts: list[str]) -> str:
         if ours and ours["first_ms"]:
             p99 = percentile(ours["first_ms"], 99)
             verdicts.append(
-                f"First frame under {ours['streams']} concurrent streams, "
-                f"{DB_NAMES[database]}: p99 {p99:.1f} ms: "
-                + ("**met**" if p99 <= FIRST_FRAME_GOAL_MS else "**missed**")
-                + f" (goal <= {FIRST_FRAME_GOAL_MS:g} ms)"
+                Verdict(
+                    workload="streaming",
+                    database=database,
+                    met=p99 <= FIRST_FRAME_GOAL_MS,
+                    text=f"First frame under {ours['streams']} concurrent streams, "
+                    f"{DB_NAMES[database]}: p99 {p99:.1f} ms: {{verdict}} (goal <= "
+                    f"{FIRST_FRAME_GOAL_MS:g} ms)",
+                )
             )
     head = ["system", "database", "serving path", "streams finished"]
     head += ["first frame median (ms)", "p99 (ms)", "max (ms)", "p99 vs best peer"]
@@ -204,7 +234,7 @@ def streaming_section(results: dict[str, Any], verdicts: list[str]) -> str:
     return table(head, rows)
 
 
-def growth_section(results: dict[str, Any], verdicts: list[str]) -> str:
+def growth_section(results: dict[str, Any], verdicts: list[Verdict]) -> str:
     rows = []
     for database, systems in results.items():
         for key, r in systems.items():
@@ -225,11 +255,15 @@ def growth_section(results: dict[str, Any], verdicts: list[str]) -> str:
             )
             if key == "pressloop":
                 verdicts.append(
-                    f"Growth with history, {DB_NAMES[database]}: overhead per round "
-                    f"{ms(by_size[sizes[0]])} ms at {sizes[0]:,} stored conversations, "
-                    f"{ms(by_size[sizes[-1]])} ms at {sizes[-1]:,} ({growth:.2f}x): "
-                    + ("**met**" if growth <= GROWTH_LIMIT else "**missed**")
-                    + f" (no growth: <= {GROWTH_LIMIT}x, this machine's noise)"
+                    Verdict(
+                        workload="growth",
+                        database=database,
+                        met=growth <= GROWTH_LIMIT,
+                        text=f"Growth with history, {DB_NAMES[database]}: overhead per round "
+                        f"{ms(by_size[sizes[0]])} ms at {sizes[0]:,} stored conversations, "
+                        f"{ms(by_size[sizes[-1]])} ms at {sizes[-1]:,} ({growth:.2f}x): "
+                        f"{{verdict}} (no growth: <= {GROWTH_LIMIT}x, this machine's noise)",
+                    )
                 )
     sizes_seen = sorted(
         {int(label[4:]) for s in results.values() for r in s.values() for label in r["samples"]}

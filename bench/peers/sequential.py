@@ -26,14 +26,20 @@ class Context:
 
 
 async def _start(
-    stack: AsyncExitStack, ctx: Context, keys: list[str], database: str, tag: str
+    stack: AsyncExitStack,
+    ctx: Context,
+    keys: list[str],
+    database: str,
+    tag: str,
+    profile: Path | None = None,
 ) -> dict[str, Process]:
     children: dict[str, Process] = {}
     for key in keys:
         target = await stack.enter_async_context(
             fresh_target(database, ctx.admin_url, ctx.data_dir, base_url(ctx.model_port))
         )
-        child = await start_child(key, target, ctx.log(f"{tag}-{key}-{database}"))
+        more = ["--profile", str(profile)] if profile is not None else []
+        child = await start_child(key, target, ctx.log(f"{tag}-{key}-{database}"), *more)
         stack.push_async_callback(child.stop)
         children[key] = child
     await asyncio.gather(*(c.line("READY", timeout_s=300) for c in children.values()))
@@ -54,12 +60,20 @@ async def interleave(children: list[Process], label: str, turns: int, block: int
 
 
 async def overhead(
-    ctx: Context, keys: list[str], database: str, *, turns: int, warmup: int, block: int
+    ctx: Context,
+    keys: list[str],
+    database: str,
+    *,
+    turns: int,
+    warmup: int,
+    block: int,
+    profile: Path | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Workload 1: `turns` turns per system, plus the floors ('floor': the bare durable commit
-    and the bare model turns)."""
+    and the bare model turns). With `profile` (one system), no floors."""
     async with AsyncExitStack() as stack:
-        children = await _start(stack, ctx, ["floor", *keys], database, "overhead")
+        keys = keys if profile is not None else ["floor", *keys]
+        children = await _start(stack, ctx, keys, database, "overhead", profile)
         for child in children.values():
             await child.send(f"warmup {warmup}")
         await interleave(list(children.values()), "main", turns, block)
@@ -75,11 +89,12 @@ async def growth(
     turns: int,
     warmup: int,
     block: int,
+    profile: Path | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Workload 4: for each size, every system's store is filled up to that many
     conversations (copies of one real turn), then `turns` turns are measured on each."""
     async with AsyncExitStack() as stack:
-        children = await _start(stack, ctx, keys, database, "growth")
+        children = await _start(stack, ctx, keys, database, "growth", profile)
         fills: dict[str, dict[str, float]] = {key: {} for key in keys}
         for size in sizes:
             for key, child in children.items():

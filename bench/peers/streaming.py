@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from bench.peers import profiling
 from bench.peers.model_server import STAMP, base_url
 from bench.peers.procs import Process, fresh_target
 from bench.peers.sequential import Context
@@ -43,7 +44,9 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-async def _pressloop_server(target: Target, port: int, log: Path) -> tuple[Process, str]:
+async def _pressloop_server(
+    target: Target, port: int, log: Path, profile: Path | None
+) -> tuple[Process, str]:
     env = {
         "PRESSLOOP_DATA_DIR": target.data_dir,
         "PRESSLOOP_DATABASE_URL": target.sqlalchemy_url(),
@@ -57,8 +60,11 @@ async def _pressloop_server(target: Target, port: int, log: Path) -> tuple[Proce
         "PRESSLOOP_BUDGET_SITE_ACTIONS": "0",
         "PRESSLOOP_BUDGET_SITE_TOKENS": "0",
     }
-    command = str(Path(sys.executable).parent / "pressloop")
-    args = [command, "serve", "--host", "127.0.0.1", "--port", str(port), "--no-local-wordpress"]
+    serve = ["serve", "--host", "127.0.0.1", "--port", str(port), "--no-local-wordpress"]
+    if profile is not None:
+        args = profiling.command(profile, "pressloop.cli", serve)
+    else:
+        args = [str(Path(sys.executable).parent / "pressloop"), *serve]
     return await Process.start(args, name="pressloop serve", log=log, env=env), "pressloop"
 
 
@@ -99,13 +105,15 @@ async def _one_stream(client: httpx.AsyncClient, path: str, body: dict[str, Any]
     return {"first_ms": first_ms, "finished": finished, "turn_s": time.perf_counter() - started}
 
 
-async def stream_system(ctx: Context, key: str, database: str, streams: int) -> dict[str, Any]:
+async def stream_system(
+    ctx: Context, key: str, database: str, streams: int, *, profile: Path | None = None
+) -> dict[str, Any]:
     model = base_url(ctx.model_port, latency_ms=LATENCY_MS, gap_ms=GAP_MS)
     async with fresh_target(database, ctx.admin_url, ctx.data_dir, model) as target:
         port = free_port()
         log = ctx.log(f"streaming-{key}-{database}")
         if key == "pressloop":
-            server, kind = await _pressloop_server(target, port, log)
+            server, kind = await _pressloop_server(target, port, log, profile)
         else:
             server, kind = await _peer_server(key, target, port, log)
         limits = httpx.Limits(max_connections=streams + 20, max_keepalive_connections=streams + 20)
