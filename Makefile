@@ -54,10 +54,13 @@ lint: setup
 	$(VENV)/bin/ruff format --check pressloop tests bench
 	$(VENV)/bin/mypy
 
-## bench: run the benchmarks and write docs/benchmarks.md
+## bench: run the benchmarks and write docs/benchmarks.md; the peers' packages (the `peers`
+## group: LangGraph, the OpenAI Agents SDK, Pydantic AI) are installed for it
 bench: setup services
+	$(UV) sync --frozen --all-groups
 	$(VENV)/bin/python bench/loop_overhead.py --write docs/benchmarks.md
 	$(VENV)/bin/python bench/background.py --write docs/benchmarks.md
+	$(VENV)/bin/python -m bench.peers --write docs/benchmarks.md
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache
