@@ -7,6 +7,7 @@ resting state, the rest are handed back to the queue for another worker.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 
@@ -14,6 +15,17 @@ from pressloop.config import Settings
 from pressloop.runtime.service import Service
 
 log = logging.getLogger(__name__)
+
+# A worker with hundreds of runs in flight allocates fast: with Python's default thresholds
+# (700, 10, 10) the cyclic collector ran ~550 times while 1,000 runs made 4 model calls each,
+# about a fifth of the worker's CPU. Collecting the young generation every 50,000 allocations
+# (and freezing what start-up allocated) leaves a few collections for the same work.
+GC_THRESHOLDS = (50_000, 20, 20)
+
+
+def tune_gc() -> None:
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 async def run_worker(
@@ -24,6 +36,7 @@ async def run_worker(
     grace_s: float = 10.0,
 ) -> None:
     service = await Service.open(settings)
+    tune_gc()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

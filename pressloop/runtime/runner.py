@@ -44,6 +44,7 @@ from pressloop.runtime.clock import Now, utc_now
 from pressloop.runtime.commits import Committer
 from pressloop.runtime.context import KILL_SWITCH_SETTING as KILL_SWITCH_SETTING
 from pressloop.runtime.context import RunContext, load_contexts
+from pressloop.runtime.leases import LeaseKeeper
 from pressloop.runtime.ledger import SessionLedger
 from pressloop.runtime.memory import StoreMemory
 from pressloop.runtime.outcome import HEARTBEAT_OK as HEARTBEAT_OK
@@ -79,6 +80,7 @@ class Runner:
     site_context: SiteContextCache = field(default_factory=SiteContextCache)
     usage: UsageBuffer = field(init=False)
     committer: Committer = field(init=False)
+    leases: LeaseKeeper = field(init=False)
     # Contexts read with their claims, until `run_claim` takes them (by run id: a claim that is
     # never run leaves one entry, replaced if the run is claimed again).
     _contexts: dict[str, RunContext] = field(default_factory=dict, init=False)
@@ -88,6 +90,7 @@ class Runner:
         self.committer = Committer(
             self.database, self.bus, now=self.now, lease_ttl_s=self.settings.lease_ttl_s
         )
+        self.leases = LeaseKeeper(self.sessions, renew_s=self.settings.lease_renew_s)
 
     async def claim_many(self, limit: int) -> list[Claim]:
         """Claim up to `limit` runnable runs, reading their contexts in the same transaction."""
@@ -125,6 +128,7 @@ class Runner:
 
     async def close(self) -> None:
         """Wait for the last writes and write the usage counters (the service is closing)."""
+        await self.leases.close()
         await self.committer.close()
         await self.usage.flush()
 
@@ -137,11 +141,10 @@ class Runner:
             claim=claim,
             committer=self.committer,
             now=self.now,
-            lease_renew_s=self.settings.lease_renew_s,
             last_seq=claim.last_seq,
         )
-        session.start()
         self.sessions[run.id] = session
+        self.leases.watch()
         try:
             await session.emit(
                 EventType.RUN_STARTED,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -39,15 +40,15 @@ class RunSession:
         claim: Claim,
         committer: Committer,
         now: Now,
-        lease_renew_s: float,
         last_seq: int,
     ) -> None:
         self.database = database
         self.claim = claim
         self.committer = committer
         self.now = now
-        self.lease_renew_s = lease_renew_s
         self.seq = last_seq
+        # When the lease was last renewed (monotonic): the claim, then every commit.
+        self.last_written = time.monotonic()
         self.cancel_requested = claim.run.cancel_requested
         self.last_checkpoint: Checkpoint | None = None
         self.failure: BaseException | None = None
@@ -57,14 +58,10 @@ class RunSession:
         self._finish: FinishWrite | None = None
         self._after_finish: tuple[Operation, asyncio.Future[Any]] | None = None
         self._waiters: list[asyncio.Future[Any]] = []
-        self._renewer: asyncio.Task[None] | None = None
 
     @property
     def run_id(self) -> str:
         return self.claim.run.id
-
-    def start(self) -> None:
-        self._renewer = asyncio.create_task(self._renew_loop(), name=f"renewer:{self.run_id}")
 
     async def emit(self, type_: EventType, data: dict[str, Any]) -> None:
         """Queue an event; it is committed with the next write (without waiting for it)."""
@@ -125,12 +122,13 @@ class RunSession:
         self._mark()
         await future
 
+    def renew_soon(self) -> None:
+        """Renew the lease with the next group commit, without waiting (`runtime/leases.py`)."""
+        if self.failure is None:
+            self._mark()
+
     async def close(self) -> None:
-        """Stop renewing and write what is left (a failed session writes nothing more)."""
-        if self._renewer is not None:
-            self._renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._renewer
+        """Write what is left (a failed session writes nothing more)."""
         if self.failure is None and (self._events or self._checkpoint is not None):
             with contextlib.suppress(Exception):
                 await self.renew()
@@ -141,14 +139,6 @@ class RunSession:
 
     def _mark(self) -> None:
         self.committer.mark(self.run_id, self._take)
-
-    async def _renew_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.lease_renew_s)
-            try:
-                await self.renew()
-            except Exception:  # the failure is recorded; the engine sees it at its next write
-                return
 
     def _take(self) -> Pending:
         """Hand everything pending to the committer (its batch starts now)."""
@@ -177,6 +167,7 @@ class RunSession:
     def _done(self, error: BaseException | None, cancel: bool) -> None:
         if error is None:
             self.cancel_requested = self.cancel_requested or cancel
+            self.last_written = time.monotonic()
             return
         self.failure = error
         # What was queued after the failed batch cannot be written either.

@@ -17,8 +17,11 @@ from pressloop.store import claims as claim_store
 
 log = logging.getLogger(__name__)
 
-# How many runs one claim transaction takes at most.
-CLAIM_BATCH = 50
+# How many runs one claim transaction takes at most. Large, so that hundreds of runs due at
+# once start after a few claims (each also reads its runs' contexts, `runtime/context.py`),
+# yet the first of them start before the last are claimed: 500 runs due together started
+# within 0.4 s with 200, 0.8-1.0 s with 50.
+CLAIM_BATCH = 200
 
 
 class Worker:

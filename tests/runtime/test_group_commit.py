@@ -19,6 +19,7 @@ from pressloop.providers.scripted import ScriptedProvider
 from pressloop.runtime.commits import Operation
 from pressloop.runtime.service import Service
 from pressloop.runtime.session import RunSession
+from pressloop.store import claims as claim_store
 from pressloop.store.records import Claim
 from pressloop.store.schema import runs
 from tests.conftest import FakeClock
@@ -42,7 +43,6 @@ def _session(service: Service, claim: Claim) -> RunSession:
         claim=claim,
         committer=service.runner.committer,
         now=service.now,
-        lease_renew_s=60,
         last_seq=claim.last_seq,
     )
 
@@ -201,5 +201,36 @@ async def test_many_runs_finish_in_one_batch(
             assert [m.role for m in detail["messages"]] == [Role.USER, Role.ASSISTANT]
             assert detail["messages"][1].content == "done"
             assert detail["thread"].updated_at == run.finished_at
+    finally:
+        await service.close()
+
+
+async def test_a_slow_model_call_keeps_its_lease(
+    database_url: str, tmp_path: Path, database: object
+) -> None:
+    # Real time: the model takes twice the lease's length; another worker reclaims expired
+    # leases all along. Only the lease keeper's renewals keep the run ours.
+    provider = ScriptedProvider([{"text": "slow", "delay_s": 1.2}])
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url=database_url,
+        provider="scripted",
+        lease_ttl_s=0.6,
+        lease_renew_s=0.2,
+    )
+    service = await Service.open(settings, provider=lambda: provider)
+    try:
+        thread = await service.create_thread()
+        run = (await service.submit(thread.id, "take your time")).run
+        running = asyncio.create_task(service.run_now(run.id))
+        reclaimed: list[str] = []
+        while not running.done():
+            async with service.database.write() as conn:
+                reclaimed += await claim_store.reclaim_expired(conn, now=service.now())
+            await asyncio.wait([running], timeout=0.05)
+        finished = running.result()
+        assert reclaimed == []
+        assert finished is not None and finished.status is RunStatus.SUCCEEDED
+        assert finished.attempt == 1
     finally:
         await service.close()
