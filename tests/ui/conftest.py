@@ -199,7 +199,9 @@ def start_server(tmp_path: Path, wordpress: LocalSite) -> Iterator[StartServer]:
         server.stop()
 
 
-@pytest.fixture(scope="session")
+# Module scope: Playwright's sync API runs an event loop in this thread while it is open, and
+# the async tests of other folders need the thread's loop free once these modules are done.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: run `make browser` (apt-get install chromium)")
