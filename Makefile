@@ -34,11 +34,24 @@ services:
 	bash scripts/ensure-wordpress.sh
 
 ## run: start the API, worker and scheduler on embedded defaults (SQLite), and a local
-## WordPress to act on when PRESSLOOP_WP_URL is not set
+## WordPress to act on when PRESSLOOP_WP_URL is not set. With no provider key configured it
+## first builds llama.cpp (the `local` group), prepares the offline model and uses it.
 run: setup
 	bash scripts/ensure-wordpress.sh || echo "(no local WordPress: its packages could not be installed)"
 	$(VENV)/bin/pressloop db upgrade
-	$(VENV)/bin/pressloop serve
+	@if $(VENV)/bin/python -m pressloop.local_model needed; then \
+	  echo "No provider key configured: using the offline local model (set OPENAI_API_KEY, ANTHROPIC_API_KEY, ... to use yours)."; \
+	  if ! $(VENV)/bin/python -c "import llama_cpp" 2>/dev/null; then \
+	    echo "Building llama.cpp (the 'local' dependency group): 4-6 minutes, once."; \
+	    CMAKE_ARGS="-DLLAVA_BUILD=OFF" $(UV) sync --frozen --inexact --group local || exit 1; \
+	  fi; \
+	  $(VENV)/bin/python -m pressloop.local_model prepare || exit 1; \
+	  echo "Chat in a browser: http://127.0.0.1:$${PRESSLOOP_PORT:-8780}/ui (admin token in $${PRESSLOOP_DATA_DIR:-data}/admin-token),"; \
+	  echo "or from a terminal: PRESSLOOP_PROVIDER=local $(VENV)/bin/pressloop chat 'Create a draft post titled Hello from Pressloop'"; \
+	  PRESSLOOP_PROVIDER=local exec $(VENV)/bin/pressloop serve; \
+	else \
+	  exec $(VENV)/bin/pressloop serve; \
+	fi
 
 ## browser: Debian's Chromium for the admin UI's end-to-end tests (Playwright drives it)
 browser:

@@ -55,6 +55,7 @@ async def run_checks(console: Console) -> int:
     database_checks, agent_disabled = await _database(settings)
     checks += database_checks
     checks.append(await _provider(settings))
+    checks.append(await _local_model(settings))
     checks.append(_kill_switch(settings, agent_disabled))
     checks.append(_wordpress(settings))
     for check in checks:
@@ -133,6 +134,44 @@ async def _provider(settings: Settings) -> Check:
         outcome="ok",
         detail=f"{provider.name}, model {provider.model}",
     )
+
+
+async def _local_model(settings: Settings) -> Check:
+    """The offline model: llama.cpp built, the file present, its sha256, how long it loads."""
+    from pressloop.local_model import ModelPlace
+    from pressloop.local_model.state import local_model_state
+
+    in_use = settings.provider == "local"
+    state = await asyncio.to_thread(local_model_state, ModelPlace.from_settings(settings))
+    parts = [f"built ({state.runtime})" if state.runtime else "not built"]
+    if not state.present:
+        parts.append(f"no file at {state.path}" + (" (cached)" if state.cached else ""))
+    else:
+        parts.append(f"file {state.path}")
+        parts.append(
+            {True: "hash ok", False: "HASH MISMATCH", None: "hash not checked"}[state.hash_ok]
+        )
+    if state.ready:
+        parts.append(f"loads in {await _load_seconds(settings):.1f} s")
+    if state.ready:
+        return Check(name="local model", outcome="ok", detail=", ".join(parts))
+    hint = state.problem or (
+        "`make run` builds it (`uv sync --group local`) and prepares the model"
+        if not state.runtime
+        else "`make run` or `python -m pressloop.local_model prepare` prepares the model"
+    )
+    outcome: Outcome = "fail" if in_use or state.hash_ok is False else "info"
+    return Check(name="local model", outcome=outcome, detail=", ".join(parts), hint=hint)
+
+
+async def _load_seconds(settings: Settings) -> float:
+    from pressloop.providers.local import build_local_provider
+
+    provider = build_local_provider(settings)
+    try:
+        return await provider.load()
+    finally:
+        await provider.aclose()
 
 
 def _kill_switch(settings: Settings, disabled_in_database: bool) -> Check:

@@ -22,7 +22,7 @@ _KEY_VARIABLES: dict[str, str] = {
 
 NOT_CONFIGURED = (
     "No model provider is configured. Set PRESSLOOP_PROVIDER (openai, anthropic, openrouter, "
-    "glm, openai-compatible, scripted) and its key, e.g. OPENAI_API_KEY=... or "
+    "glm, openai-compatible, local, scripted) and its key, e.g. OPENAI_API_KEY=... or "
     "ANTHROPIC_API_KEY=..."
 )
 
@@ -41,10 +41,11 @@ def build_provider(settings: Settings, *, sleep: Sleep = asyncio.sleep) -> Provi
             settings.script, model=settings.model or DEFAULT_MODELS["scripted"], sleep=sleep
         )
     if name == "local":
-        raise ConfigurationError(
-            "the local provider is not available yet; use openai-compatible with a local "
-            "OpenAI-compatible server (PRESSLOOP_BASE_URL) instead"
-        )
+        # Imported here: llama.cpp comes from the optional `local` group, and nothing to retry:
+        # an in-process model has no network between us and it.
+        from pressloop.providers.local import build_local_provider
+
+        return build_local_provider(settings)
     return RetryingProvider(
         _real_provider(name, settings),
         max_retries=settings.provider_max_retries,

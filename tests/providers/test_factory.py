@@ -163,13 +163,6 @@ def test_openai_compatible_needs_a_base_url() -> None:
     assert "PRESSLOOP_BASE_URL" in caught.value.message
 
 
-def test_local_is_not_available_yet() -> None:
-    with pytest.raises(ConfigurationError) as caught:
-        build_provider(settings(provider="local"))
-
-    assert "not available yet" in caught.value.message
-
-
 async def test_openai_compatible_on_the_wire_with_no_key(
     monkeypatch: pytest.MonkeyPatch, openai_server: FakeOpenAIServer
 ) -> None:

@@ -1,0 +1,163 @@
+"""A GBNF grammar (llama.cpp's grammar format) from the decision's JSON schema.
+
+Why our own: llama-cpp-python's converter spells `maxLength: N` as N nested optional groups,
+which llama.cpp refuses above a few hundred characters (and the whole catalog's grammar grows to
+a megabyte). GBNF has a bounded repetition `x{0,N}`; with it a string field is one short rule.
+The schema subset is what pydantic emits for action params plus the decision's own frame:
+objects (closed, properties in declared order), strings (minLength, maxLength, enum, const, a
+`^[class]{m,n}$` pattern), integers and numbers, booleans, null, arrays (minItems, maxItems),
+`anyOf`, type lists and local `$ref`s. Anything else becomes "any JSON value" of that type.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+# One JSON string character: anything but a quote, a backslash or a control character, or an
+# escape. A `maxLength` counts these, so an escape counts as one character, as in JSON.
+_CHAR = r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})'
+_BASE = {
+    "ws": '" "?',
+    "char": _CHAR,
+    "string": r'"\"" char* "\"" ws',
+    "integer": '"-"? ("0" | [1-9] [0-9]{0,17}) ws',
+    "natural": '("0" | [1-9] [0-9]{0,17}) ws',
+    "number": '"-"? ("0" | [1-9] [0-9]{0,17}) ("." [0-9]{1,17})? ([eE] [-+]? [0-9]{1,3})? ws',
+    "boolean": '("true" | "false") ws',
+    "null": '"null" ws',
+    "value": "(object | array | string | number | boolean | null)",
+    "object": '"{" ws (string ":" ws value ("," ws string ":" ws value)*)? "}" ws',
+    "array": '"[" ws (value ("," ws value)*)? "]" ws',
+}
+_SIMPLE_PATTERN = re.compile(r"^\^(\[[^\]\\]+\])\{(\d+),(\d+)\}\$$")
+
+
+class GrammarBuilder:
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self._root_schema = schema
+        self._rules: dict[str, str] = dict(_BASE)
+        self._by_body: dict[str, str] = {body: name for name, body in _BASE.items()}
+        self._refs: dict[str, str] = {}
+
+    def build(self) -> str:
+        root = self._visit(self._root_schema, "root")
+        if root != "root":  # a primitive or shared rule: root points at it
+            self._rules["root"] = root
+        return "\n".join(f"{name} ::= {body}" for name, body in self._rules.items()) + "\n"
+
+    def _rule(self, hint: str, body: str) -> str:
+        """The name of a rule with this body (an existing one when the body is the same)."""
+        if body in self._by_body:
+            return self._by_body[body]
+        base = re.sub(r"[^A-Za-z0-9-]+", "-", hint).strip("-").lower() or "r"
+        name, n = base, 1
+        while name in self._rules:
+            n += 1
+            name = f"{base}-{n}"
+        self._rules[name] = body
+        self._by_body[body] = name
+        return name
+
+    def _visit(self, schema: Any, hint: str) -> str:
+        """A GBNF expression (usually a rule name) matching `schema`."""
+        if not isinstance(schema, dict) or not schema:
+            return "value"
+        if "$ref" in schema:
+            return self._ref(str(schema["$ref"]))
+        if "const" in schema:
+            return self._rule(hint, f"{_literal(schema['const'])} ws")
+        if "enum" in schema:
+            options = " | ".join(_literal(v) for v in schema["enum"])
+            return self._rule(hint, f"({options}) ws")
+        for key in ("anyOf", "oneOf"):
+            if key in schema:
+                names = [self._visit(s, f"{hint}-{i}") for i, s in enumerate(schema[key])]
+                return self._rule(hint, " | ".join(dict.fromkeys(names)))
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            names = [self._visit({**schema, "type": k}, f"{hint}-{k}") for k in kind]
+            return self._rule(hint, " | ".join(dict.fromkeys(names)))
+        if kind == "object":
+            return self._object(schema, hint)
+        if kind == "array":
+            return self._array(schema, hint)
+        if kind == "string":
+            return self._string(schema, hint)
+        if kind == "integer":
+            minimum = schema.get("minimum", schema.get("exclusiveMinimum"))
+            non_negative = isinstance(minimum, int | float) and minimum >= 0
+            return "natural" if non_negative else "integer"
+        if isinstance(kind, str) and kind in ("number", "boolean", "null"):
+            return kind
+        return "value"
+
+    def _ref(self, ref: str) -> str:
+        if ref in self._refs:
+            return self._refs[ref]
+        prefix = "#/$defs/"
+        if not ref.startswith(prefix):
+            return "value"
+        name = ref[len(prefix) :]
+        target = self._root_schema.get("$defs", {}).get(name)
+        rule = f"def-{re.sub(r'[^A-Za-z0-9-]+', '-', name).lower()}"
+        self._refs[ref] = rule
+        self._rules[rule] = "value"  # placeholder: a recursive definition may refer to itself
+        self._rules[rule] = self._visit(target, f"{rule}-body")
+        return rule
+
+    def _string(self, schema: dict[str, Any], hint: str) -> str:
+        pattern = _SIMPLE_PATTERN.match(str(schema.get("pattern", "")))
+        if pattern:
+            char_class, low, high = pattern.groups()
+            return self._rule(hint, f'"\\"" {char_class}{{{low},{high}}} "\\"" ws')
+        low = int(schema.get("minLength", 0))
+        high = schema.get("maxLength")
+        if high is None and not low:
+            return "string"
+        repeat = f"{{{low},{int(high)}}}" if high is not None else f"{{{low},}}"
+        return self._rule(hint, f'"\\"" char{repeat} "\\"" ws')
+
+    def _array(self, schema: dict[str, Any], hint: str) -> str:
+        item = self._visit(schema.get("items", {}), f"{hint}-item")
+        low = int(schema.get("minItems", 0))
+        high = schema.get("maxItems")
+        if high is not None and int(high) == 0:
+            return self._rule(hint, '"[" ws "]" ws')
+        more_low = max(low - 1, 0)
+        more = f"{{{more_low},{int(high) - 1}}}" if high is not None else f"{{{more_low},}}"
+        items = f'{item} ("," ws {item}){more}'
+        body = f'"[" ws {items} "]" ws' if low > 0 else f'"[" ws ({items})? "]" ws'
+        return self._rule(hint, body)
+
+    def _object(self, schema: dict[str, Any], hint: str) -> str:
+        properties: dict[str, Any] = schema.get("properties", {})
+        if not properties:
+            closed = schema.get("additionalProperties") is False
+            return self._rule(hint, '"{" ws "}" ws') if closed else "object"
+        required = set(schema.get("required", []))
+        pairs = {
+            key: f'{_literal(key)} ":" ws {self._visit(sub, f"{hint}-{key}")}'
+            for key, sub in properties.items()
+        }
+        needed = [pairs[k] for k in properties if k in required]
+        optional = [pairs[k] for k in properties if k not in required]
+        if needed:
+            body = ' "," ws '.join(needed) + "".join(f' ("," ws {p})?' for p in optional)
+        else:  # the first optional pair present has no comma before it
+            choices = [
+                p + "".join(f' ("," ws {q})?' for q in optional[i + 1 :])
+                for i, p in enumerate(optional)
+            ]
+            body = f"({' | '.join(choices)})?"
+        return self._rule(hint, f'"{{" ws {body} "}}" ws')
+
+
+def _literal(value: Any) -> str:
+    """A GBNF string literal matching `value` written as JSON."""
+    return json.dumps(json.dumps(value, ensure_ascii=False), ensure_ascii=False)
+
+
+def schema_to_gbnf(schema: dict[str, Any]) -> str:
+    return GrammarBuilder(schema).build()

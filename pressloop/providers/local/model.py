@@ -1,0 +1,180 @@
+"""The llama.cpp model behind the local provider: loaded once, used by one thread at a time.
+
+Everything here is blocking and runs on the provider's single worker thread, never on the event
+loop. llama.cpp keeps the tokens it evaluated last; `create_chat_completion` evaluates only what
+follows the longest common prefix, so a system prompt that stays identical from turn to turn
+(the engine puts its stable part first) costs its prompt time once per process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import llama_cpp
+from llama_cpp import llama_chat_format
+from llama_cpp.llama_grammar import LlamaGrammar
+
+from pressloop.errors import ProviderError
+from pressloop.providers.local.gbnf import schema_to_gbnf
+from pressloop.providers.local.prefix import PrefixStore
+
+
+@dataclass(kw_only=True, frozen=True)
+class ModelOptions:
+    path: Path
+    threads: int  # 0: one per core
+    context_tokens: int
+    batch_tokens: int
+    prefix_dir: Path | None = None  # where the system prompt's state is kept between starts
+
+
+@dataclass(kw_only=True, frozen=True)
+class Generation:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str | None
+    seconds: float
+
+
+class LocalModel:
+    """One loaded GGUF model. Not thread-safe: the provider calls it from one thread only."""
+
+    def __init__(self, options: ModelOptions) -> None:
+        self.options = options
+        self._llama: llama_cpp.Llama | None = None
+        self._grammars: dict[str, LlamaGrammar] = {}
+        self.load_seconds: float | None = None
+        self._template: tuple[str, str, str] | None = None
+        # Where the system prompt's state is kept between starts (None: not kept).
+        self.prefixes: PrefixStore | None = None
+        if options.prefix_dir is not None:
+            info = options.path.stat()
+            key = f"{options.path.name}:{info.st_size}:{info.st_mtime_ns}:{options.context_tokens}"
+            self.prefixes = PrefixStore(options.prefix_dir, model_key=key)
+        self.prefix_restored = 0
+
+    @property
+    def threads(self) -> int:
+        return self.options.threads or os.cpu_count() or 1
+
+    def load(self) -> llama_cpp.Llama:
+        if self._llama is None:
+            started = time.monotonic()
+            try:
+                self._llama = llama_cpp.Llama(
+                    model_path=str(self.options.path),
+                    n_ctx=self.options.context_tokens,
+                    n_batch=self.options.batch_tokens,
+                    n_threads=self.threads,
+                    n_threads_batch=self.threads,
+                    verbose=False,
+                )
+            except (ValueError, RuntimeError) as exc:
+                raise ProviderError(
+                    f"llama.cpp could not load {self.options.path}: {exc}", retryable=False
+                ) from exc
+            self.load_seconds = time.monotonic() - started
+        return self._llama
+
+    def grammar(self, schema_json: str) -> LlamaGrammar:
+        """The grammar for a schema, built and checked once per distinct schema."""
+        grammar = self._grammars.get(schema_json)
+        if grammar is None:
+            text = schema_to_gbnf(json.loads(schema_json))
+            self._check_grammar(text)
+            grammar = LlamaGrammar.from_string(text, verbose=False)
+            if len(self._grammars) > 8:  # a few catalogs at most; never grow without bound
+                self._grammars.clear()
+            self._grammars[schema_json] = grammar
+        return grammar
+
+    def _check_grammar(self, text: str) -> None:
+        # llama.cpp answers a grammar it cannot parse with a null sampler, and sampling with
+        # that crashes the process: parse it once here and refuse it with a clear error.
+        vocab = self.load()._model.vocab
+        sampler = llama_cpp.llama_sampler_init_grammar(vocab, text.encode(), b"root")
+        if not sampler:
+            raise ProviderError(
+                "llama.cpp refused the decision grammar built from the action catalog",
+                retryable=False,
+            )
+        llama_cpp.llama_sampler_free(sampler)
+
+    def forget_prefix(self) -> None:
+        """Drop the evaluated tokens: the next prompt is evaluated whole (benchmarks)."""
+        if self._llama is not None:
+            self._llama.reset()  # type: ignore[no-untyped-call]
+
+    def generate(
+        self, messages: list[dict[str, str]], *, schema_json: str | None, max_tokens: int
+    ) -> Generation:
+        llama = self.load()
+        started = time.monotonic()
+        prompt = self._tokens(messages, generation_prompt=True)
+        if messages and messages[0]["role"] == "system":
+            self._warm_prefix(llama, self._tokens(messages[:1], generation_prompt=False), prompt)
+        try:
+            answer: Any = llama.create_completion(
+                prompt=prompt,
+                grammar=self.grammar(schema_json) if schema_json else None,
+                max_tokens=max_tokens,
+                temperature=0.0,  # greedy: the same prompt gives the same decision
+                repeat_penalty=1.0,
+                stream=False,
+            )
+        except ValueError as exc:  # e.g. the prompt does not fit the context window
+            raise ProviderError(
+                f"the local model could not answer: {exc}. A longer context "
+                "(PRESSLOOP_LOCAL_CONTEXT) or a shorter conversation helps.",
+                retryable=False,
+            ) from exc
+        choice = answer["choices"][0]
+        usage = answer.get("usage") or {}
+        return Generation(
+            text=choice.get("text") or "",
+            prompt_tokens=int(usage.get("prompt_tokens", len(prompt))),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            finish_reason=choice.get("finish_reason"),
+            seconds=time.monotonic() - started,
+        )
+
+    def _tokens(self, messages: list[dict[str, str]], *, generation_prompt: bool) -> list[int]:
+        """The prompt as the model's own chat template (from the GGUF file) lays it out."""
+        llama = self.load()
+        if self._template is None:
+            template = llama.metadata.get("tokenizer.chat_template")
+            if not template:
+                raise ProviderError(
+                    f"{self.options.path} has no chat template; the local provider needs an "
+                    "instruction-tuned GGUF model",
+                    retryable=False,
+                )
+            eos = llama._model.token_get_text(llama.token_eos())
+            bos = llama._model.token_get_text(llama.token_bos()) if llama.token_bos() >= 0 else ""
+            self._template = (template, eos, bos)
+        template, eos, bos = self._template
+        formatter = llama_chat_format.Jinja2ChatFormatter(
+            template, eos, bos, add_generation_prompt=generation_prompt
+        )
+        text = formatter(messages=messages).prompt  # type: ignore[arg-type]
+        return llama.tokenize(text.encode(), add_bos=False, special=True)
+
+    def _warm_prefix(self, llama: llama_cpp.Llama, prefix: list[int], prompt: list[int]) -> None:
+        """Make sure the system prompt's state is loaded: in memory, from disk, or evaluated
+        now and saved for the next start."""
+        if self.prefixes is None or len(prefix) >= len(prompt) or prompt[: len(prefix)] != prefix:
+            return
+        if list(llama.input_ids[: min(llama.n_tokens, len(prefix))]) == prefix:
+            return  # the last request had the same system prompt: llama.cpp reuses it
+        if self.prefixes.restore(llama, prefix):
+            self.prefix_restored += 1
+            return
+        llama.reset()  # type: ignore[no-untyped-call]
+        llama.eval(prefix)
+        self.prefixes.save(llama, prefix)

@@ -1,0 +1,126 @@
+"""`PRESSLOOP_PROVIDER=local`: a GGUF model in-process through llama.cpp, fully offline.
+
+The model has no native tool calling, so the engine speaks the JSON decision protocol to it and
+sends the decision schema in `ModelRequest.response_schema`; here that schema becomes a grammar,
+so every complete answer is a valid decision. One model object serves one request at a time: a
+single worker thread runs llama.cpp (the event loop stays free), the requests queue in front of
+it, and llama.cpp uses every core for that one request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from pressloop.contracts import Message, Role, Usage
+from pressloop.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    ResponseDone,
+    StreamPart,
+    TextDelta,
+)
+from pressloop.providers.local.catalog import compact_catalog
+from pressloop.providers.local.model import Generation, LocalModel
+from pressloop.providers.local.schema import (
+    action_names,
+    fallback_answer,
+    grammar_schema,
+    problem_with,
+)
+
+
+class LocalProvider:
+    def __init__(self, model: LocalModel, *, name: str, max_tokens: int) -> None:
+        self._model = model
+        self._name = name
+        self._max_tokens = max_tokens
+        # The single worker thread is the queue: requests run one at a time, in arrival order,
+        # and a request cancelled while it waits is dropped before it starts.
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pressloop-llama")
+        self.last: Generation | None = None
+
+    @property
+    def name(self) -> str:
+        return "local"
+
+    @property
+    def model(self) -> str:
+        return self._name
+
+    @property
+    def supports_tools(self) -> bool:
+        # No native tool calls: the engine uses the JSON decision protocol with a schema.
+        return False
+
+    @property
+    def local_model(self) -> LocalModel:
+        return self._model
+
+    async def load(self) -> float:
+        """Load the model now (instead of on the first request); returns the seconds it took."""
+        await self._in_thread(self._model.load)
+        return self._model.load_seconds or 0.0
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        schema = grammar_schema(request.response_schema) if request.response_schema else None
+        schema_json = json.dumps(schema, sort_keys=False) if schema else None
+        max_tokens = min(request.max_output_tokens or self._max_tokens, self._max_tokens)
+        generation = await self._in_thread(
+            self._model.generate,
+            to_messages(request),
+            schema_json=schema_json,
+            max_tokens=max_tokens,
+        )
+        self.last = generation
+        text = generation.text
+        if schema is not None:
+            problem = problem_with(text, action_names(schema))
+            if problem is not None:
+                text = fallback_answer(problem)
+        return ModelResponse(
+            text=text,
+            usage=Usage(
+                input_tokens=generation.prompt_tokens,
+                output_tokens=generation.completion_tokens,
+                model_calls=1,
+            ),
+            finish_reason=generation.finish_reason,
+            model=self._name,
+        )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
+        # A decision is read whole (the engine streams no JSON-protocol text), so the answer is
+        # generated at once and handed over as one delta.
+        response = await self.complete(request)
+        if response.text:
+            yield TextDelta(text=response.text)
+        yield ResponseDone(response=response)
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def aclose(self) -> None:
+        self.close()
+
+    async def _in_thread(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: function(*args, **kwargs))
+
+
+def to_messages(request: ModelRequest) -> list[dict[str, str]]:
+    """Chat messages for the model's own chat template: system first, then the transcript."""
+    system = compact_catalog(request.system)
+    out = [{"role": "system", "content": system}] if system else []
+    for message in request.messages:
+        out.append({"role": _role(message), "content": message.content})
+    return out
+
+
+def _role(message: Message) -> str:
+    # The JSON protocol renders action results as user messages; a stray tool message is read
+    # the same way, since the chat template has no tool role without tools.
+    return "assistant" if message.role is Role.ASSISTANT else "user"
