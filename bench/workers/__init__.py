@@ -1,0 +1,1 @@
+"""`bench/background.py` in parts: background runs through real `pressloop worker` processes."""

@@ -1,0 +1,269 @@
+"""The section of docs/benchmarks.md: facts, tables, goals met or missed, and what limits it."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import platform
+import sqlite3
+import statistics
+import subprocess
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import asyncpg
+import sqlalchemy as sa
+
+from workers.model import GOAL_RSS_MB, ROOT, SLOW_DELAY_S, Outcome
+from workers.tables import case_name, detail_table, lock_waits, num, slow_table, throughput_table
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+
+
+def code_version() -> str:
+    """The commit measured and, if pressloop/ has uncommitted changes, a digest of them (so a
+    change made while the benchmark runs shows)."""
+    try:
+        commit = _git("rev-parse", "--short", "HEAD").strip()
+        status = _git("status", "--porcelain", "--", "pressloop")
+        if not status.strip():
+            return commit
+        digest = hashlib.sha1(status.encode())
+        digest.update(_git("diff", "HEAD", "--", "pressloop").encode())
+        for line in status.splitlines():
+            path = ROOT / line[3:]
+            if line.startswith("??") and path.is_file():
+                digest.update(path.read_bytes())
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{commit} with uncommitted changes in pressloop/ (digest {digest.hexdigest()[:8]})"
+
+
+def machine_facts(load: tuple[float, float, float], code: str, code_after: str) -> list[str]:
+    cpu = "unknown"
+    with open("/proc/cpuinfo", encoding="utf-8") as info:
+        for line in info:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    memory_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+    return [
+        f"code: {code} (at the start of the run)"
+        + ("" if code_after == code else f"; **changed during the run**, to {code_after}"),
+        f"CPU: {cpu}, nproc {len(os.sched_getaffinity(0))}; memory {memory_gb:.0f} GB",
+        f"Python {platform.python_version()} ({platform.python_implementation()}), "
+        f"{platform.system()} {platform.release()}",
+        f"SQLite {sqlite3.sqlite_version} (aiosqlite), SQLAlchemy {sa.__version__}, "
+        f"asyncpg {asyncpg.__version__}",
+        "load average before the run (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in load),
+    ]
+
+
+def processes(count: int) -> str:
+    return "one worker process" if count == 1 else f"{count} worker processes"
+
+
+def verdicts(throughput: Sequence[Outcome], slow: Sequence[Outcome]) -> list[str]:
+    lines = []
+    for o in slow:
+        ratio = o.wall_s / o.case.ideal_s
+        peak_mb = o.peak_mb
+        time_ok = ratio <= o.case.goal_ratio and o.all_good
+        lines.append(
+            f"- {o.name}, {o.case.runs} runs of {o.case.model_calls} model calls of "
+            f"{SLOW_DELAY_S:g} s in {processes(o.case.workers)}: wall time "
+            f"{o.wall_s:.2f} s = {ratio:.2f}x the ideal {o.case.ideal_s:g} s, "
+            f"**{'met' if time_ok else 'missed'}** (goal <= {o.case.goal_ratio:g}x); peak RSS "
+            f"{peak_mb:.0f} MB, **{'met' if peak_mb < GOAL_RSS_MB else 'missed'}** "
+            f"(goal < {GOAL_RSS_MB:g} MB); at most {o.peak_running} runs running at once."
+        )
+    for concurrency in dict.fromkeys(o.case.concurrency for o in throughput):
+        pg = [
+            o for o in throughput if o.case.key == "postgres" and o.case.concurrency == concurrency
+        ]
+        if len(pg) < 2:
+            continue
+        rates = ", ".join(f"x{o.case.workers}: {o.runs_per_s:.1f}" for o in pg)
+        grows = all(b.runs_per_s > a.runs_per_s * 1.05 for a, b in zip(pg, pg[1:], strict=False))
+        troubles = [
+            f"x{o.case.workers}: {o.retried} runs retried"
+            for o in pg
+            if o.retried or not o.all_good
+        ]
+        lines.append(
+            f"- PostgreSQL throughput, concurrency {concurrency} per process, by worker "
+            f"processes (runs/s): {rates}; "
+            + ("it grows with every process added" if grows else "it does **not** keep growing")
+            + (f" ({'; '.join(troubles)})." if troubles else ".")
+        )
+    return lines
+
+
+def findings(
+    throughput: Sequence[Outcome], slow: Sequence[Outcome], options: argparse.Namespace
+) -> list[str]:
+    """What the numbers above say about the limits, in sentences built from the measurements."""
+    lines: list[str] = []
+    pg = [o for o in [*throughput, *slow] if o.case.key == "postgres"]
+    for o in pg:
+        if o.log_errors:
+            refused = sum(
+                n
+                for m, n in o.log_errors.items()
+                if m.startswith("asyncpg.exceptions.TooManyConnectionsError")
+                or (m.startswith("WARNING") and "too many clients" in m)
+            )
+            if refused:
+                lines.append(
+                    f"- {case_name(o)}: the workers logged {refused} refused connections "
+                    f"(`too many clients`, max_connections {options.pg_max}; up to "
+                    f"{num(o.peak('server_connections'), 0)} client connections were open). "
+                    "A run whose session could not write stays `running` under its lease until "
+                    f"the lease expires (30 s) and another worker resumes it: {o.retried} runs "
+                    "needed a second attempt."
+                )
+    cost = options.connection_cost
+    churn = [o for o in pg if o.stats.connects]
+    if cost is not None and churn:
+        worst = max(churn, key=lambda o: o.stats.connects / o.case.runs)
+        lines.append(
+            f"- Connection churn: {case_name(worst)} opened {worst.stats.connects} connections "
+            f"for {worst.case.runs} runs. The pool keeps 10 connections and closes every "
+            "overflow connection it gets back while 10 are idle, so a worker with more than 10 "
+            "connections busy keeps opening new ones. Measured here, a transaction on a new "
+            f"connection costs {cost.new_wall_ms:.1f} ms ({cost.new_client_ms:.1f} ms of the "
+            f"client's CPU, {cost.new_server_ms:.1f} ms of PostgreSQL's), on a pooled one "
+            f"{cost.pooled_wall_ms:.2f} ms ({cost.pooled_client_ms:.2f} ms, "
+            f"{cost.pooled_server_ms:.2f} ms, the pre-ping included)."
+        )
+    waits = [o for o in pg if any(s.lock_waits for s in o.samples)]
+    if waits:
+        worst = max(waits, key=lambda o: statistics.mean(s.lock_waits or 0 for s in o.samples))
+        mean = statistics.mean(s.lock_waits or 0 for s in worst.samples)
+        lines.append(
+            f"- Row locks: in {case_name(worst)}, {mean:.1f} sessions were waiting on a lock on "
+            f"average (peak {num(worst.peak('lock_waits'), 0)}); the statements they waited in, "
+            f"summed over the samples: {lock_waits(worst)}."
+        )
+    for o in slow:
+        cpu = o.worker_cpu_s / max(1, o.case.workers)
+        lines.append(
+            f"- {case_name(o)}: each worker process used {cpu:.1f} s of CPU in a "
+            f"{o.wall_s:.2f} s window ({o.worker_cpu_s * 1000 / o.case.runs:.1f} ms a run); "
+            f"the last run started {max(o.starts, default=0):.2f} s after T0, and a run spent "
+            f"{o.stats.get_s * 1000 / o.case.runs:.0f} ms on average getting pooled "
+            f"connections (pool peak {o.stats.pool_peak})."
+        )
+    return lines
+
+
+def report(
+    throughput: Sequence[Outcome],
+    slow: Sequence[Outcome],
+    options: argparse.Namespace,
+    command: str,
+    load: tuple[float, float, float],
+    code: str,
+    code_after: str,
+) -> str:
+    facts = machine_facts(load, code, code_after)
+    for o in [*throughput, *slow]:
+        if o.case.key == "postgres":
+            facts.append(
+                f"PostgreSQL {o.version} (local, 127.0.0.1, same machine; max_connections "
+                f"{options.pg_max}, the server's defaults)"
+            )
+            break
+    cores = len(os.sched_getaffinity(0))
+    threads = options.threads or options.runs
+    lines = [
+        "## Background runs: throughput and slow models",
+        "",
+        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with `{command}`.",
+        "",
+        *(f"- {fact}" for fact in facts),
+        "",
+        "Real `pressloop worker` processes (`python -m pressloop.runtime.process --concurrency "
+        'N`), started and waited for ("started" in their log) before anything is measured, '
+        f"polling every {options.poll:g} s (`PRESSLOOP_WORKER_POLL`; the default is 0.5 s), "
+        "with the `noop_pack` action pack (`bench/noop_pack.py`) and no daily budgets "
+        "(`PRESSLOOP_BUDGET_*=0`: a case runs more actions than a day's default budget; the "
+        "budget query still runs). Each run is 2 rounds: the "
+        "scripted model (a cycle script) calls a no-op `read` action, then answers with text. "
+        "Every case gets a fresh database (PostgreSQL: a new database on the local server; "
+        "SQLite: a new file, WAL), migrated before the workers start. The bench then inserts "
+        "the runs itself (`runs.create_run`, "
+        + (
+            "one thread per run"
+            if threads >= options.runs
+            else f"{threads} threads, so runs of one thread wait for each other"
+        )
+        + ") with `not_before = T0`, T0 far enough ahead that every insert is done, so all "
+        "workers see every run become due at once. Times run from T0 to the runs' "
+        "`finished_at` (stamped by the worker just before its final commit; same clock). "
+        "The bench samples the runs table and `pg_stat_activity` every 100 ms, and waits "
+        "before each case until the machine is idle (other work on it skews everything; the "
+        "last table shows the CPU the rest of the machine used anyway).",
+        "",
+        "The scripted provider keeps one script position per process, so with many runs in "
+        "flight the answers of the cycle script interleave across runs (a run gets the text "
+        "first, or several tool calls in a row: with 500 slow runs started at once, most runs "
+        "make other than 2 model calls, a few fail at `max_rounds`, and the wall time is "
+        "several times longer). "
+        + (
+            'The script is per turn (`{"per_turn": true}`): every run is answered from the '
+            "script's start, so every run makes exactly 2 model calls (checked: "
+            "`usage.model_calls` of every run), and the provider keeps no requests. "
+            if not options.shared_script
+            else "This run used the stock provider (`--shared-script`): runs marked * did not "
+            "make exactly 2 model calls. "
+        )
+        + "The pack's other hook reports from inside each worker the event-loop lag (a "
+        "callback scheduled every 20 ms from a thread: how late it ran) and SQLAlchemy "
+        "counters (pool, transactions, statements).",
+        "",
+        f"### Throughput, zero-latency model ({options.runs} runs a case)",
+        "",
+        f"**This machine has {cores} cores**: one worker process and PostgreSQL already use "
+        "most of both, so 2 or 4 worker processes share the same cores with PostgreSQL (and "
+        "the bench); separate worker machines would scale further. Each process may open up to "
+        "30 connections (pool 10 + overflow 20) whatever its concurrency.",
+        "",
+        throughput_table(throughput) if throughput else "(not run)",
+        "",
+        f"### Slow model: every model call takes {SLOW_DELAY_S:g} s",
+        "",
+        f"{processes(options.slow_workers)} with `--concurrency` as many as its runs; each "
+        "run makes its model calls in a row (a tool round: a no-op action call, then the next "
+        "model call; the last answer is text), so the ideal wall time is the calls x 1 s. "
+        f"Repeated {max(1, options.slow_repeat)} times (the runs are "
+        "few and the machine small, so the wall time moves from one repeat to the next); the "
+        "row is the median repeat. Peak RSS is the worker's `VmHWM` (/proc) read just before "
+        "it is stopped, the highest of the repeats.",
+        "",
+        slow_table(slow) if slow else "(not run)",
+        "",
+        "Goals:",
+        "",
+        *verdicts(throughput, slow),
+        "",
+        "What limits it:",
+        "",
+        *findings(throughput, slow, options),
+        "",
+        "Where the time goes, measured inside the workers by the pack's hook (SQLAlchemy "
+        "events; getting a pooled connection includes waiting for one, opening one and the "
+        "pre-ping) and from /proc (CPU between T0 and the last finish; PostgreSQL is the "
+        "server and all its backends):",
+        "",
+        detail_table([*throughput, *slow]),
+        "",
+    ]
+    if options.profile:
+        lines += ["(Profiled run: the profiler inflates every time.)", ""]
+    return "\n".join(lines)
