@@ -66,15 +66,21 @@ CONCURRENCY = """### 2. Concurrency: N turns at once on the 1 s model, one proce
 Every model answer takes 1 s, so a turn's ideal wall time is 4 s (4 model calls). N threads are
 made first, then N turns start together (`asyncio.gather`) in one process; wall time from the
 start to the last turn done, against the ideal. "bare client" is the floor: N bare model turns
-at once through the SDK, no agent runtime. Peak RSS is the process's VmHWM; in brackets, what
-it grew over the idle process with its N threads made.
+at once through the SDK, no agent runtime. Each system turns once before the clock starts
+(what it loads lazily is loaded: Pressloop imports its model SDKs on its first turn). CPU per
+turn is the process's CPU time over the N turns; with every system CPU-bound at this N on 2
+cores, it is what sets the wall time. Peak RSS is the process's VmHWM (the sizes run smallest
+first in one process); in brackets, what it grew over the idle process with its N threads
+made. By default on PostgreSQL only: a second database doubles the longest workload of the
+run (`--concurrency-databases sqlite,postgres`).
 """
 
 STREAMING = """### 3. Streaming: time from the model's first token to the client's first frame
 
 N concurrent streamed chat turns over HTTP, on the 1 s model, its final text streamed one token
 every 10 ms. Pressloop: the real `pressloop serve` (API, in-process worker and scheduler),
-`POST /v1/threads/{id}/runs` with `mode: stream`. None of the peers has an HTTP serving path in
+`POST /v1/threads/{id}/runs` with `mode: stream`, its default actions plus the no-op pack
+(`PRESSLOOP_ACTION_PACKS=bench.noop_pack`). None of the peers has an HTTP serving path in
 the packages compared (LangGraph's server is the separate LangGraph Platform), so each is put
 behind the same minimal FastAPI + sse-starlette endpoint (`bench/peers/sse_app.py`, uvicorn),
 which sends each text delta the moment the system yields it and stores nothing on the way.
@@ -99,8 +105,9 @@ PROFILES = """### Where Pressloop's time goes, where it falls short (pyinstrumen
 
 Each missed goal is run again with Pressloop under pyinstrument (sampling every 1 ms, wall
 time, async mode off: a sample lands on the thread's current stack). Imports are left out.
-"Self time" is time in the function itself (any code); "inside" is time under each Pressloop
-function, its callees included. The profiled runs are slower and not in the tables above.
+"Self time" is time in the function itself (any code); the other list gives each busy sample
+to the innermost Pressloop function on its stack, with the library code it called. Shares are
+of all sampled time, idle included. The profiled runs are slower and not in the tables above.
 """
 
 
@@ -144,8 +151,21 @@ def _body(results: dict[str, Any], verdicts: list[report.Verdict]) -> str:
         "",
         SETUP,
     ]
+    settings = results.get("options", {})
     if "overhead" in results:
-        lines += [OVERHEAD, *report.overhead_section(results["overhead"], verdicts), ""]
+        turns = settings.get("turns", 0)
+        scaled = (
+            f"{turns} measured turns per system and database after "
+            f"{settings.get('warmup', 0)} warm-up turns"
+            + (
+                " (the issue asks for 1,000; scaled down so that `make bench` fits in about "
+                "25 minutes on this 2-core machine: `python -m bench.peers --turns 1000`)."
+                if turns < 1000
+                else "."
+            )
+        )
+        lines += [OVERHEAD + scaled, "", *report.overhead_section(results["overhead"], verdicts)]
+        lines += [""]
     if "crash" in results:
         lines += [DURABILITY, report.durability_section(results["crash"]), ""]
     if "concurrency" in results:

@@ -4,8 +4,9 @@ the document: where the event-loop thread's time went, by function.
 Sampling is of wall time with `async_mode="disabled"`: a sample lands in the frame that is on
 the thread's stack, so waiting shows as the event loop's `select` (idle) and everything else is
 the work the process did. Imports (start-up, and what a system loads on its first turn) are
-left out. Two lists: self time (the function itself, any code), and the time
-spent inside each Pressloop function (callees included, counted once per stack).
+left out. Two lists: self time (the function itself, any code), and busy time by the innermost
+Pressloop function on the stack (the library code it calls counted with it), which splits the
+work among Pressloop's own functions.
 """
 
 from __future__ import annotations
@@ -66,28 +67,27 @@ def summary(path: Path, *, top: int = 12) -> dict[str, Any]:
     total = 0.0
     idle = 0.0
 
-    def walk(frame: Any, stack: frozenset[str]) -> None:
+    def walk(frame: Any, innermost: str) -> None:
         nonlocal total, idle
         if frame.is_synthetic:  # "[self]" and the like: already in the parent's self time
             return
         if frame.function in IMPORTS:  # start-up and lazy imports are not the workload
             return
         name = _where(frame)
-        here = stack
-        if "pressloop/" in name and name not in stack:
-            here = stack | {name}
+        if name.startswith("pressloop/") and not name.startswith("pressloop/cli"):
+            innermost = name
         self_time = frame.total_self_time
         if self_time:
             total += self_time
             own[name] += self_time
             if _idle(name):
                 idle += self_time
-            for entry in here:
-                inside[entry] += self_time
+            elif innermost:
+                inside[innermost] += self_time
         for child in frame.children:
-            walk(child, here)
+            walk(child, innermost)
 
-    walk(root, frozenset())
+    walk(root, "")
     busy = [(n, t) for n, t in own.items() if not _idle(n)]
     return {
         "total_s": total,
@@ -102,7 +102,8 @@ def markdown(title: str, found: dict[str, Any]) -> str:
         f"**{title}**: {found['total_s']:.1f} s sampled, {found['idle'] * 100:.0f}% idle "
         "(waiting in the event loop).",
         "",
-        "| by self time | share | inside Pressloop functions (callees included) | share |",
+        "| by self time | share | by innermost Pressloop function (its library calls included) "
+        "| share |",
         "|---|---|---|---|",
     ]
     rows = max(len(found["self"]), len(found["pressloop"]))

@@ -173,9 +173,12 @@ def concurrency_section(results: dict[str, Any], verdicts: list[Verdict]) -> str
                         memory,
                     ]
                 )
-        ours = by_n[max(sizes, key=int)].get("pressloop")
-        if ours is not None:
-            n = max(sizes, key=int)
+        n = max(sizes, key=int)
+        ours = by_n[n].get("pressloop")
+        peers = {k: r["wall_s"] for k, r in by_n[n].items() if not k.startswith("bare")}
+        if ours is not None and len(peers) > 1:
+            best_key, best = _best_peer(peers)
+            bare = by_n[n]["bare-stream"]["wall_s"] / ideal
             ratio = ours["wall_s"] / ideal
             verdicts.append(
                 Verdict(
@@ -184,8 +187,9 @@ def concurrency_section(results: dict[str, Any], verdicts: list[Verdict]) -> str
                     met=ratio <= CONCURRENCY_GOAL and ours["succeeded"] == int(n),
                     text=f"{n} concurrent 1 s turns in one process, {DB_NAMES[database]}: "
                     f"{ours['wall_s']:.2f} s = {ratio:.2f}x the ideal {ideal:g} s, "
-                    f"{ours['succeeded']}/{n} succeeded: {{verdict}} (goal <= "
-                    f"{CONCURRENCY_GOAL}x)",
+                    f"{ours['succeeded']}/{n} succeeded (best peer {_name(best_key)}: "
+                    f"{best / ideal:.2f}x; bare client, streamed: {bare:.2f}x): {{verdict}} "
+                    f"(goal <= {CONCURRENCY_GOAL}x)",
                 )
             )
     head = ["N", "database", "system", "succeeded", "wall (s)", "/ ideal", "/ bare client"]
