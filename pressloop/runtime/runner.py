@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pressloop.actions.executor import Executor
@@ -95,24 +96,36 @@ class Runner:
     async def claim_many(self, limit: int) -> list[Claim]:
         """Claim up to `limit` runnable runs, reading their contexts in the same transaction."""
         now = self.now()
-        async with self.database.write() as conn:
-            claims = await claim_store.claim_runs(
-                conn, owner=self.owner, ttl_s=self.settings.lease_ttl_s, now=now, limit=limit
-            )
-            await self._load_contexts(conn, claims)
+        try:
+            async with self.database.write() as conn:
+                claims = await claim_store.claim_runs(
+                    conn,
+                    owner=self.owner,
+                    ttl_s=self.settings.lease_ttl_s,
+                    now=now,
+                    limit=limit,
+                    savepoint=False,
+                )
+                await self._load_contexts(conn, claims)
+        except IntegrityError:  # another worker won a thread: nothing was claimed, try again
+            return []
         return claims
 
     async def claim(self, run_id: str | None = None) -> Claim | None:
-        async with self.database.write() as conn:
-            claim = await claim_store.claim_run(
-                conn,
-                owner=self.owner,
-                ttl_s=self.settings.lease_ttl_s,
-                now=self.now(),
-                run_id=run_id,
-            )
-            if claim is not None:
-                await self._load_contexts(conn, [claim])
+        try:
+            async with self.database.write() as conn:
+                claim = await claim_store.claim_run(
+                    conn,
+                    owner=self.owner,
+                    ttl_s=self.settings.lease_ttl_s,
+                    now=self.now(),
+                    run_id=run_id,
+                    savepoint=False,
+                )
+                if claim is not None:
+                    await self._load_contexts(conn, [claim])
+        except IntegrityError:  # another worker won the thread
+            return None
         return claim
 
     async def _load_contexts(self, conn: AsyncConnection, claims: list[Claim]) -> None:

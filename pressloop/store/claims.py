@@ -80,28 +80,24 @@ async def claim_runs(
     now: datetime,
     limit: int = 1,
     run_id: str | None = None,
+    savepoint: bool = True,
 ) -> list[Claim]:
     """Take up to `limit` runnable runs (or exactly `run_id`) with fresh leases, in one
-    transaction; an empty list if none is free."""
+    transaction; an empty list if none is free (see `_update` for `savepoint`)."""
     query = _claimable(now, run_id, limit)
     if conn.dialect.name == "postgresql":
         query = query.with_for_update(skip_locked=True, of=runs)
     chosen = list((await conn.execute(query)).scalars())
     if not chosen:
         return []
-    try:
-        # A savepoint, so that losing a race to the unique index leaves the transaction usable.
-        async with conn.begin_nested():
-            rows = (
-                await conn.execute(
-                    sa.update(runs)
-                    .where(runs.c.id.in_(chosen), runs.c.status == RunStatus.QUEUED.value)
-                    .values(**_claimed(owner, ttl_s, now))
-                    .returning(*runs.c)
-                )
-            ).all()
-    except IntegrityError:
-        return []
+    rows = await _update(
+        conn,
+        sa.update(runs)
+        .where(runs.c.id.in_(chosen), runs.c.status == RunStatus.QUEUED.value)
+        .values(**_claimed(owner, ttl_s, now))
+        .returning(*runs.c),
+        savepoint=savepoint,
+    )
     records = [to_record(row) for row in rows]
     return [Claim(run=r, owner=owner, token=r.lease_token, last_seq=r.event_seq) for r in records]
 
@@ -113,34 +109,50 @@ async def claim_run(
     ttl_s: float,
     now: datetime,
     run_id: str | None = None,
+    savepoint: bool = True,
 ) -> Claim | None:
-    """Take the next runnable run (or exactly `run_id`); None if none is free."""
+    """Take the next runnable run (or exactly `run_id`); None if none is free (see `_update`
+    for `savepoint`)."""
     if run_id is None:
-        claims = await claim_runs(conn, owner=owner, ttl_s=ttl_s, now=now)
+        claims = await claim_runs(conn, owner=owner, ttl_s=ttl_s, now=now, savepoint=savepoint)
         return claims[0] if claims else None
     # One statement for a named run (the chat path): the UPDATE locks the row itself, and the
     # conditions are those of `_claimable`.
+    rows = await _update(
+        conn,
+        sa.update(runs)
+        .where(
+            runs.c.id == run_id,
+            runs.c.status == RunStatus.QUEUED.value,
+            runs.c.not_before <= now,
+            runs.c.id == _head_of_thread(),
+        )
+        .values(**_claimed(owner, ttl_s, now))
+        .returning(*runs.c),
+        savepoint=savepoint,
+    )
+    if not rows:
+        return None
+    record = to_record(rows[0])
+    return Claim(run=record, owner=owner, token=record.lease_token, last_seq=record.event_seq)
+
+
+async def _update(
+    conn: AsyncConnection, statement: sa.UpdateBase, *, savepoint: bool
+) -> list[sa.Row[Any]]:
+    """The claiming UPDATE's rows; none if it lost a race to the unique index.
+
+    With `savepoint`, the race is caught in a savepoint and the transaction stays usable.
+    Without (two statements fewer), IntegrityError reaches the caller, who rolls the whole
+    transaction back: for a transaction that only claims, that loses nothing.
+    """
+    if not savepoint:
+        return list((await conn.execute(statement)).all())
     try:
         async with conn.begin_nested():
-            row = (
-                await conn.execute(
-                    sa.update(runs)
-                    .where(
-                        runs.c.id == run_id,
-                        runs.c.status == RunStatus.QUEUED.value,
-                        runs.c.not_before <= now,
-                        runs.c.id == _head_of_thread(),
-                    )
-                    .values(**_claimed(owner, ttl_s, now))
-                    .returning(*runs.c)
-                )
-            ).one_or_none()
+            return list((await conn.execute(statement)).all())
     except IntegrityError:
-        return None
-    if row is None:
-        return None
-    record = to_record(row)
-    return Claim(run=record, owner=owner, token=record.lease_token, last_seq=record.event_seq)
+        return []
 
 
 async def reclaim_expired(conn: AsyncConnection, *, now: datetime) -> list[str]:
