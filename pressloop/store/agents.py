@@ -26,8 +26,11 @@ def _agent(row: sa.Row[Any]) -> AgentRecord:
     )
 
 
+_BY_ID = sa.select(agents).where(agents.c.id == sa.bindparam("b_id"))  # built once: store/db.py
+
+
 async def get_agent(conn: AsyncConnection, agent_id: str) -> AgentRecord | None:
-    row = (await conn.execute(sa.select(agents).where(agents.c.id == agent_id))).one_or_none()
+    row = (await conn.execute(_BY_ID, {"b_id": agent_id})).one_or_none()
     return _agent(row) if row else None
 
 

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pressloop.contracts import ErrorInfo, RunStatus
 from pressloop.store.records import Claim
 from pressloop.store.runs import BUSY_STATUSES, to_record
-from pressloop.store.schema import runs
+from pressloop.store.schema import UTCDateTime, runs
 
 # A thread's runs that decide what it runs next.
 ACTIVE_STATUSES = (RunStatus.QUEUED.value, *BUSY_STATUSES)
@@ -44,17 +44,34 @@ def _head_of_thread() -> Any:
     )
 
 
-def _claimed(owner: str, ttl_s: float, now: datetime) -> dict[str, Any]:
-    """What a claim sets: running, a fresh lease with the next fencing token."""
+def _claimed(owner: Any, expires: Any, now: Any) -> dict[str, Any]:
+    """What a claim sets: running, a fresh lease with the next fencing token (values, or
+    bound parameters for a statement built once)."""
     return {
         "status": RunStatus.RUNNING.value,
         "lease_owner": owner,
         "lease_token": runs.c.lease_token + 1,
-        "lease_expires_at": now + timedelta(seconds=ttl_s),
+        "lease_expires_at": expires,
         "attempt": sa.case((runs.c.attempt == 0, 1), else_=runs.c.attempt),
         "started_at": sa.func.coalesce(runs.c.started_at, now),
         "updated_at": now,
     }
+
+
+# The chat path claims one named run per turn: its statement is built once (store/db.py). The
+# UPDATE locks the row itself, and the conditions are those of `_claimable`.
+_NOW = sa.bindparam("b_now", type_=UTCDateTime)
+_CLAIM_ONE = (
+    sa.update(runs)
+    .where(
+        runs.c.id == sa.bindparam("b_id"),
+        runs.c.status == RunStatus.QUEUED.value,
+        runs.c.not_before <= _NOW,
+        runs.c.id == _head_of_thread(),
+    )
+    .values(**_claimed(sa.bindparam("b_owner"), sa.bindparam("b_expires", type_=UTCDateTime), _NOW))
+    .returning(*runs.c)
+)
 
 
 def _claimable(now: datetime, run_id: str | None, limit: int) -> sa.Select[Any]:
@@ -94,7 +111,7 @@ async def claim_runs(
         conn,
         sa.update(runs)
         .where(runs.c.id.in_(chosen), runs.c.status == RunStatus.QUEUED.value)
-        .values(**_claimed(owner, ttl_s, now))
+        .values(**_claimed(owner, now + timedelta(seconds=ttl_s), now))
         .returning(*runs.c),
         savepoint=savepoint,
     )
@@ -116,21 +133,13 @@ async def claim_run(
     if run_id is None:
         claims = await claim_runs(conn, owner=owner, ttl_s=ttl_s, now=now, savepoint=savepoint)
         return claims[0] if claims else None
-    # One statement for a named run (the chat path): the UPDATE locks the row itself, and the
-    # conditions are those of `_claimable`.
-    rows = await _update(
-        conn,
-        sa.update(runs)
-        .where(
-            runs.c.id == run_id,
-            runs.c.status == RunStatus.QUEUED.value,
-            runs.c.not_before <= now,
-            runs.c.id == _head_of_thread(),
-        )
-        .values(**_claimed(owner, ttl_s, now))
-        .returning(*runs.c),
-        savepoint=savepoint,
-    )
+    params = {
+        "b_id": run_id,
+        "b_now": now,
+        "b_owner": owner,
+        "b_expires": now + timedelta(seconds=ttl_s),
+    }
+    rows = await _update(conn, _CLAIM_ONE, params, savepoint=savepoint)
     if not rows:
         return None
     record = to_record(rows[0])
@@ -138,7 +147,11 @@ async def claim_run(
 
 
 async def _update(
-    conn: AsyncConnection, statement: sa.UpdateBase, *, savepoint: bool
+    conn: AsyncConnection,
+    statement: sa.UpdateBase,
+    params: dict[str, Any] | None = None,
+    *,
+    savepoint: bool,
 ) -> list[sa.Row[Any]]:
     """The claiming UPDATE's rows; none if it lost a race to the unique index.
 
@@ -147,10 +160,10 @@ async def _update(
     transaction back: for a transaction that only claims, that loses nothing.
     """
     if not savepoint:
-        return list((await conn.execute(statement)).all())
+        return list((await conn.execute(statement, params)).all())
     try:
         async with conn.begin_nested():
-            return list((await conn.execute(statement)).all())
+            return list((await conn.execute(statement, params)).all())
     except IntegrityError:
         return []
 

@@ -10,12 +10,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pressloop.contracts import Event, EventType
 from pressloop.store.schema import run_events
 
+_INSERT = sa.insert(run_events)
+
 
 async def append_events(conn: AsyncConnection, events: Sequence[Event]) -> None:
     if not events:
         return
     await conn.execute(
-        sa.insert(run_events),
+        _INSERT,
         [
             {
                 "run_id": e.run_id,

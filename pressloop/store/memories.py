@@ -44,17 +44,18 @@ async def add_memory(
     return _memory(row)
 
 
+_NEWEST = (  # built once: store/db.py
+    sa.select(memories)
+    .where(memories.c.agent_id == sa.bindparam("b_agent"))
+    .order_by(memories.c.id.desc())
+    .limit(sa.bindparam("b_limit"))
+)
+
+
 async def recent_memories(
     conn: AsyncConnection, agent_id: str, *, limit: int = SCAN_LIMIT
 ) -> list[MemoryRecord]:
-    rows = (
-        await conn.execute(
-            sa.select(memories)
-            .where(memories.c.agent_id == agent_id)
-            .order_by(memories.c.id.desc())
-            .limit(limit)
-        )
-    ).all()
+    rows = (await conn.execute(_NEWEST, {"b_agent": agent_id, "b_limit": limit})).all()
     return [_memory(r) for r in rows]
 
 

@@ -28,6 +28,9 @@ _BY_TOKEN = sa.update(runs).where(
     runs.c.lease_token == sa.bindparam("b_token"),
     runs.c.status == RunStatus.RUNNING.value,
 )
+# One run: the update says whether it matched (built once, store/db.py).
+_FENCE_ONE = _BY_TOKEN.returning(runs.c.cancel_requested)
+_FINISH_ONE = _BY_TOKEN.returning(runs.c.id)
 
 
 @dataclass(kw_only=True)
@@ -102,24 +105,15 @@ async def _fence_one(
     conn: AsyncConnection, write: RunWrite, *, now: datetime, ttl_s: float
 ) -> dict[str, bool]:
     values: dict[str, Any] = {
+        "b_id": write.run_id,
+        "b_token": write.token,
         "lease_expires_at": now + timedelta(seconds=ttl_s),
         "updated_at": now,
         "event_seq": write.event_seq,
     }
     if write.checkpoint is not None:
         values["checkpoint"] = write.checkpoint
-    row = (
-        await conn.execute(
-            sa.update(runs)
-            .where(
-                runs.c.id == write.run_id,
-                runs.c.lease_token == write.token,
-                runs.c.status == RunStatus.RUNNING.value,
-            )
-            .values(**values)
-            .returning(runs.c.cancel_requested)
-        )
-    ).one_or_none()
+    row = (await conn.execute(_FENCE_ONE, values)).one_or_none()
     return {} if row is None else {write.run_id: bool(row[0])}
 
 
@@ -154,18 +148,8 @@ async def finish_many(conn: AsyncConnection, writes: Sequence[RunWrite], *, now:
 
 async def _finish_one(conn: AsyncConnection, write: RunWrite, *, now: datetime) -> None:
     assert write.finish is not None
-    matched = (
-        await conn.execute(
-            sa.update(runs)
-            .where(
-                runs.c.id == write.run_id,
-                runs.c.lease_token == write.token,
-                runs.c.status == RunStatus.RUNNING.value,
-            )
-            .values(**write.finish.values)
-            .returning(runs.c.id)
-        )
-    ).one_or_none()
+    values = {**write.finish.values, "b_id": write.run_id, "b_token": write.token}
+    matched = (await conn.execute(_FINISH_ONE, values)).one_or_none()
     if matched is None:
         raise LeaseLost(f"run {write.run_id}: the lease (token {write.token}) is no longer ours")
     await thread_store.append_messages(

@@ -67,8 +67,23 @@ def to_record(row: sa.Row[Any]) -> RunRecord:
     )
 
 
-def _insert(conn: AsyncConnection) -> Any:
-    return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(runs)
+# Statements of every turn, built once (store/db.py). The insert's columns are those of its
+# parameters; without an idempotency key, the conflict clause never applies (NULLs differ).
+_INSERT = {
+    name: dialect.insert(runs)
+    .on_conflict_do_nothing(index_elements=["thread_id", "idempotency_key"])
+    .returning(*runs.c)
+    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
+}
+_BY_ID = sa.select(runs).where(runs.c.id == sa.bindparam("b_id"))
+_BY_KEY = sa.select(runs).where(
+    runs.c.thread_id == sa.bindparam("b_thread"), runs.c.idempotency_key == sa.bindparam("b_key")
+)
+_ACTIVE = (
+    sa.select(runs)
+    .where(runs.c.thread_id == sa.bindparam("b_thread"), runs.c.status.in_(BUSY_STATUSES))
+    .limit(1)
+)
 
 
 async def create_run(
@@ -107,12 +122,7 @@ async def create_run(
         "created_at": now,
         "updated_at": now,
     }
-    statement = _insert(conn).values(**values)
-    if idempotency_key is not None:
-        statement = statement.on_conflict_do_nothing(
-            index_elements=["thread_id", "idempotency_key"]
-        )
-    row = (await conn.execute(statement.returning(*runs.c))).one_or_none()
+    row = (await conn.execute(_INSERT[conn.dialect.name], values)).one_or_none()
     if row is not None:
         return to_record(row), True
     assert idempotency_key is not None
@@ -122,16 +132,12 @@ async def create_run(
 
 
 async def get_run(conn: AsyncConnection, run_id: str) -> RunRecord | None:
-    row = (await conn.execute(sa.select(runs).where(runs.c.id == run_id))).one_or_none()
+    row = (await conn.execute(_BY_ID, {"b_id": run_id})).one_or_none()
     return to_record(row) if row else None
 
 
 async def find_by_key(conn: AsyncConnection, thread_id: str, key: str) -> RunRecord | None:
-    row = (
-        await conn.execute(
-            sa.select(runs).where(runs.c.thread_id == thread_id, runs.c.idempotency_key == key)
-        )
-    ).one_or_none()
+    row = (await conn.execute(_BY_KEY, {"b_thread": thread_id, "b_key": key})).one_or_none()
     return to_record(row) if row else None
 
 
@@ -152,13 +158,7 @@ async def list_runs(
 
 async def active_run(conn: AsyncConnection, thread_id: str) -> RunRecord | None:
     """The run that keeps this thread busy now, if any."""
-    row = (
-        await conn.execute(
-            sa.select(runs)
-            .where(runs.c.thread_id == thread_id, runs.c.status.in_(BUSY_STATUSES))
-            .limit(1)
-        )
-    ).one_or_none()
+    row = (await conn.execute(_ACTIVE, {"b_thread": thread_id})).one_or_none()
     return to_record(row) if row else None
 
 

@@ -11,11 +11,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pressloop.store.schema import settings
 
+_VALUE = sa.select(settings.c.value).where(settings.c.key == sa.bindparam("b_key"))  # store/db.py
+
 
 async def get_setting(conn: AsyncConnection, key: str, default: Any = None) -> Any:
-    row = (
-        await conn.execute(sa.select(settings.c.value).where(settings.c.key == key))
-    ).one_or_none()
+    row = (await conn.execute(_VALUE, {"b_key": key})).one_or_none()
     return default if row is None else row[0]
 
 

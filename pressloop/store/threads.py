@@ -62,8 +62,20 @@ async def create_thread(
     return thread
 
 
+# Statements of every turn, built once (store/db.py).
+_BY_ID = sa.select(threads).where(threads.c.id == sa.bindparam("b_id"))
+_TOUCH = sa.update(threads).where(threads.c.id == sa.bindparam("b_id"))
+_NEWEST = (
+    sa.select(messages)
+    .where(messages.c.thread_id == sa.bindparam("b_thread"))
+    .order_by(messages.c.id.desc())
+    .limit(sa.bindparam("b_limit"))
+)
+_INSERT_MESSAGES = sa.insert(messages)
+
+
 async def get_thread(conn: AsyncConnection, thread_id: str) -> ThreadRecord | None:
-    row = (await conn.execute(sa.select(threads).where(threads.c.id == thread_id))).one_or_none()
+    row = (await conn.execute(_BY_ID, {"b_id": thread_id})).one_or_none()
     return _thread(row) if row else None
 
 
@@ -79,10 +91,10 @@ async def list_threads(
 async def touch_thread(
     conn: AsyncConnection, thread_id: str, *, now: datetime, status: str | None = None
 ) -> None:
-    values: dict[str, Any] = {"updated_at": now}
+    values: dict[str, Any] = {"b_id": thread_id, "updated_at": now}
     if status is not None:
         values["status"] = status
-    await conn.execute(sa.update(threads).where(threads.c.id == thread_id).values(**values))
+    await conn.execute(_TOUCH, values)
 
 
 async def touch_threads(conn: AsyncConnection, thread_ids: Sequence[str], *, now: datetime) -> None:
@@ -113,7 +125,7 @@ def message_rows(
 
 async def append_message_rows(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
     if rows:
-        await conn.execute(sa.insert(messages), list(rows))
+        await conn.execute(_INSERT_MESSAGES, list(rows))
 
 
 async def append_messages(
@@ -142,12 +154,11 @@ async def list_messages(
     conn: AsyncConnection, thread_id: str, *, limit: int | None = None
 ) -> list[Message]:
     """The thread's transcript, oldest first (the newest `limit` messages when given)."""
-    query = sa.select(messages).where(messages.c.thread_id == thread_id)
     if limit is not None:
-        query = query.order_by(messages.c.id.desc()).limit(limit)
-        rows = list(reversed((await conn.execute(query)).all()))
-    else:
-        rows = list((await conn.execute(query.order_by(messages.c.id))).all())
+        newest = await conn.execute(_NEWEST, {"b_thread": thread_id, "b_limit": limit})
+        return [_message(r) for r in reversed(newest.all())]
+    query = sa.select(messages).where(messages.c.thread_id == thread_id)
+    rows = (await conn.execute(query.order_by(messages.c.id))).all()
     return [_message(r) for r in rows]
 
 
