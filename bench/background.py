@@ -36,7 +36,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from common import admin_sql, write_section
+from common import admin_sql, code_version, write_section
 from workers.machine import connection_cost, postmaster_pid
 from workers.measure import Bench
 from workers.model import (
@@ -47,7 +47,7 @@ from workers.model import (
     Case,
     Outcome,
 )
-from workers.report import code_version, report
+from workers.report import report
 from workers.tables import lock_waits, statements_breakdown
 
 

@@ -1,16 +1,24 @@
-"""What the benchmarks share: fresh databases, percentiles, Markdown tables, and writing their
-section of docs/benchmarks.md between its markers."""
+"""What the benchmarks share: fresh databases, percentiles, Markdown tables, the facts of the
+machine and code measured, and writing their section of docs/benchmarks.md between its
+markers."""
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+import platform
+import sqlite3
+import subprocess
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import asyncpg
+import sqlalchemy as sa
 
+ROOT = Path(__file__).resolve().parent.parent
 DOC_HEADER = (
     "# Benchmarks\n\n"
     "Measured on one machine; the numbers move with the hardware, so compare ratios rather than "
@@ -70,3 +78,51 @@ def write_section(path: Path, section: str, *, start: str, end: str) -> None:
         text = text.rstrip("\n") + "\n\n" + block
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+
+
+def code_version() -> str:
+    """The commit measured and, if pressloop/ has uncommitted changes, a digest of them (so a
+    change made while the benchmark runs shows)."""
+    try:
+        commit = _git("rev-parse", "--short", "HEAD").strip()
+        status = _git("status", "--porcelain", "--", "pressloop")
+        if not status.strip():
+            return commit
+        digest = hashlib.sha1(status.encode())
+        digest.update(_git("diff", "HEAD", "--", "pressloop").encode())
+        for line in status.splitlines():
+            path = ROOT / line[3:]
+            if line.startswith("??") and path.is_file():
+                digest.update(path.read_bytes())
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{commit} with uncommitted changes in pressloop/ (digest {digest.hexdigest()[:8]})"
+
+
+def machine_facts(
+    load: tuple[float, float, float], code: str, code_after: str | None = None
+) -> list[str]:
+    """The lines that say what was measured on: code, CPU, memory, versions, load before."""
+    cpu = "unknown"
+    with open("/proc/cpuinfo", encoding="utf-8") as info:
+        for line in info:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    memory_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+    return [
+        f"code: {code} (at the start of the run)"
+        + ("" if code_after in (None, code) else f"; **changed during the run**, to {code_after}"),
+        f"CPU: {cpu}, nproc {len(os.sched_getaffinity(0))}; memory {memory_gb:.0f} GB",
+        f"Python {platform.python_version()} ({platform.python_implementation()}), "
+        f"{platform.system()} {platform.release()}",
+        f"SQLite {sqlite3.sqlite_version} (aiosqlite), SQLAlchemy {sa.__version__}, "
+        f"asyncpg {asyncpg.__version__}",
+        "load average before the run (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in load),
+    ]

@@ -3,65 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
-import platform
-import sqlite3
 import statistics
-import subprocess
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-import asyncpg
-import sqlalchemy as sa
+from common import machine_facts
 
-from workers.model import GOAL_RSS_MB, ROOT, SLOW_DELAY_S, Outcome
+from workers.model import GOAL_RSS_MB, SLOW_DELAY_S, Outcome
 from workers.tables import case_name, detail_table, lock_waits, num, slow_table, throughput_table
-
-
-def _git(*args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout
-
-
-def code_version() -> str:
-    """The commit measured and, if pressloop/ has uncommitted changes, a digest of them (so a
-    change made while the benchmark runs shows)."""
-    try:
-        commit = _git("rev-parse", "--short", "HEAD").strip()
-        status = _git("status", "--porcelain", "--", "pressloop")
-        if not status.strip():
-            return commit
-        digest = hashlib.sha1(status.encode())
-        digest.update(_git("diff", "HEAD", "--", "pressloop").encode())
-        for line in status.splitlines():
-            path = ROOT / line[3:]
-            if line.startswith("??") and path.is_file():
-                digest.update(path.read_bytes())
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return f"{commit} with uncommitted changes in pressloop/ (digest {digest.hexdigest()[:8]})"
-
-
-def machine_facts(load: tuple[float, float, float], code: str, code_after: str) -> list[str]:
-    cpu = "unknown"
-    with open("/proc/cpuinfo", encoding="utf-8") as info:
-        for line in info:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    memory_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
-    return [
-        f"code: {code} (at the start of the run)"
-        + ("" if code_after == code else f"; **changed during the run**, to {code_after}"),
-        f"CPU: {cpu}, nproc {len(os.sched_getaffinity(0))}; memory {memory_gb:.0f} GB",
-        f"Python {platform.python_version()} ({platform.python_implementation()}), "
-        f"{platform.system()} {platform.release()}",
-        f"SQLite {sqlite3.sqlite_version} (aiosqlite), SQLAlchemy {sa.__version__}, "
-        f"asyncpg {asyncpg.__version__}",
-        "load average before the run (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in load),
-    ]
 
 
 def processes(count: int) -> str:
