@@ -58,6 +58,7 @@ class RunSession:
         self._finish: FinishWrite | None = None
         self._after_finish: tuple[Operation, asyncio.Future[Any]] | None = None
         self._waiters: list[asyncio.Future[Any]] = []
+        self._closed = False
 
     @property
     def run_id(self) -> str:
@@ -124,14 +125,17 @@ class RunSession:
 
     def renew_soon(self) -> None:
         """Renew the lease with the next group commit, without waiting (`runtime/leases.py`)."""
-        if self.failure is None:
+        if self.failure is None and not self._closed:
             self._mark()
 
     async def close(self) -> None:
-        """Write what is left (a failed session writes nothing more)."""
+        """Write what is left (a failed session writes nothing more); after that, nothing."""
         if self.failure is None and (self._events or self._checkpoint is not None):
             with contextlib.suppress(Exception):
                 await self.renew()
+        self._closed = True
+        # A renewal asked for after the run's last write would only find its lease gone.
+        self.committer.discard(self.run_id)
 
     def _raise_if_failed(self) -> None:
         if self.failure is not None:
