@@ -175,7 +175,7 @@ def progress(o: Outcome) -> None:
     )
     print(
         f"  per run: {o.stats.transactions / o.case.runs:.1f} transactions, "
-        f"{o.stats.checkouts / o.case.runs:.1f} pool checkouts (each pre-pinged), "
+        f"{o.stats.checkouts / o.case.runs:.1f} pool checkouts, "
         f"{o.stats.connects / o.case.runs:.2f} connections opened; SQL statements: "
         f"{statements_breakdown(o)}",
         file=sys.stderr,

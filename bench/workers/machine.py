@@ -134,7 +134,7 @@ class ConnectionCost:
 
 async def connection_cost(url: str, postmaster: int | None, count: int = 200) -> ConnectionCost:
     """`SELECT 1` transactions through the same engine settings as pressloop's `Database`
-    (asyncpg, pre-ping, the idle-transaction timeout): on a new connection each (NullPool, what
+    (asyncpg, the idle-transaction timeout): on a new connection each (NullPool, what
     an overflow connection costs) and on one pooled connection. CPU from /proc."""
     values: list[float] = []
     for pool in ("new", "pooled"):

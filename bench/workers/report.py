@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 from common import machine_facts
 
+from pressloop.config import Settings
 from workers.model import GOAL_RSS_MB, SLOW_DELAY_S, Outcome
 from workers.tables import case_name, detail_table, lock_waits, num, slow_table, throughput_table
 
@@ -78,18 +79,18 @@ def findings(
                     "needed a second attempt."
                 )
     cost = options.connection_cost
-    churn = [o for o in pg if o.stats.connects]
+    pool = Settings(database_url="sqlite://")
+    churn = [o for o in pg if o.stats.connects > 5 * o.case.workers]
     if cost is not None and churn:
         worst = max(churn, key=lambda o: o.stats.connects / o.case.runs)
         lines.append(
             f"- Connection churn: {case_name(worst)} opened {worst.stats.connects} connections "
-            f"for {worst.case.runs} runs. The pool keeps 10 connections and closes every "
-            "overflow connection it gets back while 10 are idle, so a worker with more than 10 "
-            "connections busy keeps opening new ones. Measured here, a transaction on a new "
-            f"connection costs {cost.new_wall_ms:.1f} ms ({cost.new_client_ms:.1f} ms of the "
-            f"client's CPU, {cost.new_server_ms:.1f} ms of PostgreSQL's), on a pooled one "
-            f"{cost.pooled_wall_ms:.2f} ms ({cost.pooled_client_ms:.2f} ms, "
-            f"{cost.pooled_server_ms:.2f} ms, the pre-ping included)."
+            f"for {worst.case.runs} runs. The pool keeps {pool.db_pool_size} connections and "
+            "closes every overflow connection it gets back while they are idle. Measured here, "
+            f"a transaction on a new connection costs {cost.new_wall_ms:.1f} ms "
+            f"({cost.new_client_ms:.1f} ms of the client's CPU, {cost.new_server_ms:.1f} ms of "
+            f"PostgreSQL's), on a pooled one {cost.pooled_wall_ms:.2f} ms "
+            f"({cost.pooled_client_ms:.2f} ms, {cost.pooled_server_ms:.2f} ms)."
         )
     waits = [o for o in pg if any(s.lock_waits for s in o.samples)]
     if waits:
@@ -112,6 +113,39 @@ def findings(
     return lines
 
 
+# What the profiles of this benchmark showed, and what was changed for it (kept with the
+# numbers it explains; update it with the code).
+CHANGES = [
+    "### What the profile showed, and what changed (2026-11-30)",
+    "",
+    "Before: 500 slow runs took 1.83x (PostgreSQL) and 2.45x (SQLite) the ideal; the worker "
+    "spent 5.9 / 9.5 ms of CPU a run, mostly building and compiling SQLAlchemy statements; "
+    "the last run started 1.2 / 2.1 s after T0; a run waited 434 / 1,610 ms for pooled "
+    "connections (each run's writer held its own, 30 / 15 at most), and 4 PostgreSQL "
+    "processes ran out of `max_connections`. The profile and the plans showed:",
+    "",
+    "- The claim query, on a table PostgreSQL had not analysed yet (every benchmark, and any "
+    "fresh burst), became a nested loop over every queued run for every candidate: 110 ms "
+    "a claim of 50 among 500 queued runs, 320 ms among 1,000. Now one correlated 'head of "
+    "the thread' lookup (`store/claims.py`): 19 ms, whatever the statistics.",
+    "- Each run wrote through its own transactions (a fence, its events, its finish: 3-4 "
+    "transactions and 11-13 statements a run), so a burst of 500 model answers queued for "
+    "the pool. Now one group committer per process (`runtime/commits.py`) writes what every "
+    "run has pending in one transaction (each run still fenced by its own lease token; a "
+    "run that lost its lease, or whose write fails, fails alone), statements sent once for "
+    "the batch (executemany): 0.1 transactions and 0.4-0.8 statements a run here.",
+    "- A run read its agent, history, memories, the kill switch and the day's budgets in "
+    "its own transaction before its first model call (5 statements). Now a claim of up to "
+    "200 runs reads them for the whole batch in the claim's transaction "
+    "(`runtime/context.py`).",
+    "- One lease keeper task for the process instead of a renewer task (and timer) per run; "
+    "the statements every turn runs are built once (`store/db.py`); the worker process "
+    "freezes its start-up objects and collects the young generation every 50,000 "
+    "allocations (the cyclic GC had been about a fifth of its CPU).",
+    "",
+]
+
+
 def report(
     throughput: Sequence[Outcome],
     slow: Sequence[Outcome],
@@ -131,6 +165,7 @@ def report(
             break
     cores = len(os.sched_getaffinity(0))
     threads = options.threads or options.runs
+    pool = Settings(database_url="sqlite://")
     lines = [
         "## Background runs: throughput and slow models",
         "",
@@ -143,8 +178,8 @@ def report(
         f"polling every {options.poll:g} s (`PRESSLOOP_WORKER_POLL`; the default is 0.5 s), "
         "with the `noop_pack` action pack (`bench/noop_pack.py`) and no daily budgets "
         "(`PRESSLOOP_BUDGET_*=0`: a case runs more actions than a day's default budget; the "
-        "budget query still runs). Each run is 2 rounds: the "
-        "scripted model (a cycle script) calls a no-op `read` action, then answers with text. "
+        "budgets are still read). A throughput run is 2 model calls: the scripted model calls "
+        "a no-op `read` action, then answers with text (the slow cases below say theirs). "
         "Every case gets a fresh database (PostgreSQL: a new database on the local server; "
         "SQLite: a new file, WAL), migrated before the workers start. The bench then inserts "
         "the runs itself (`runs.create_run`, "
@@ -167,11 +202,11 @@ def report(
         "several times longer). "
         + (
             'The script is per turn (`{"per_turn": true}`): every run is answered from the '
-            "script's start, so every run makes exactly 2 model calls (checked: "
+            "script's start, so every run makes exactly its model calls (checked: "
             "`usage.model_calls` of every run), and the provider keeps no requests. "
             if not options.shared_script
             else "This run used the stock provider (`--shared-script`): runs marked * did not "
-            "make exactly 2 model calls. "
+            "make exactly their model calls. "
         )
         + "The pack's other hook reports from inside each worker the event-loop lag (a "
         "callback scheduled every 20 ms from a thread: how late it ran) and SQLAlchemy "
@@ -181,8 +216,10 @@ def report(
         "",
         f"**This machine has {cores} cores**: one worker process and PostgreSQL already use "
         "most of both, so 2 or 4 worker processes share the same cores with PostgreSQL (and "
-        "the bench); separate worker machines would scale further. Each process may open up to "
-        "30 connections (pool 10 + overflow 20) whatever its concurrency.",
+        "the bench); separate worker machines would scale further. A process writes its runs "
+        "through one group committer and claims in its own transactions, so it holds 2 or 3 "
+        "connections whatever its concurrency (its pool may open up to "
+        f"{pool.db_pool_size} + {pool.db_max_overflow}).",
         "",
         throughput_table(throughput) if throughput else "(not run)",
         "",
@@ -207,12 +244,13 @@ def report(
         *findings(throughput, slow, options),
         "",
         "Where the time goes, measured inside the workers by the pack's hook (SQLAlchemy "
-        "events; getting a pooled connection includes waiting for one, opening one and the "
-        "pre-ping) and from /proc (CPU between T0 and the last finish; PostgreSQL is the "
-        "server and all its backends):",
+        "events; getting a pooled connection includes waiting for one and opening one) and "
+        "from /proc (CPU between T0 and the last finish; PostgreSQL is the server and all its "
+        "backends):",
         "",
         detail_table([*throughput, *slow]),
         "",
+        *CHANGES,
     ]
     if options.profile:
         lines += ["(Profiled run: the profiler inflates every time.)", ""]
