@@ -142,8 +142,9 @@ class Settings(BaseSettings):
         default=True, validation_alias=_env("PRESSLOOP_LOCAL_KEEP_PREFIX")
     )
 
-    # Database connections per process (PostgreSQL): keep about 2 x worker concurrency; all
-    # processes together must stay under the server's max_connections.
+    # The most database connections a process opens (PostgreSQL, opened lazily): a worker
+    # uses 2-3 whatever its concurrency (one group committer writes for all its runs); all
+    # processes together must stay under the server's max_connections (docs/operations.md).
     db_pool_size: int = Field(default=20, validation_alias=_env("PRESSLOOP_DB_POOL_SIZE"))
     db_max_overflow: int = Field(default=10, validation_alias=_env("PRESSLOOP_DB_MAX_OVERFLOW"))
 
