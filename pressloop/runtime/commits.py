@@ -134,7 +134,7 @@ class Committer:
             for pending in mine:
                 for operation, future in pending.operations:
                     results[id(future)] = await operation(conn)
-            await run_writes.finish_many(conn, [p.write for p in mine], now=now)
+            await run_writes.finish_many(conn, [p.write for p in mine])
             for pending in mine:
                 if pending.after_finish is not None:
                     operation, future = pending.after_finish

@@ -236,7 +236,7 @@ class Runner:
                 checkpoint=session.last_checkpoint,
                 event_seq=session.seq,
             )
-            await session.finish(FinishWrite(values=values))
+            await session.finish(FinishWrite(values=values, at=now))
         except Exception:  # the lease will expire and the run be reclaimed anyway
             log.warning("run %s: could not requeue on shutdown", run.id)
 
@@ -356,7 +356,9 @@ class Runner:
 
         spawned_done = run.trigger is Trigger.SPAWNED and end.status in FINAL_RUN_STATUSES
         woken = await session.finish(
-            FinishWrite(values=run_store.finish_values(**fields), transcript=end.transcript),
+            FinishWrite(
+                values=run_store.finish_values(**fields), at=now, transcript=end.transcript
+            ),
             deliver if spawned_done else None,
         )
         # The day's counters are shared by every run: summed here, written once an interval.

@@ -39,6 +39,7 @@ class FinishWrite:
     its turn adds to the thread."""
 
     values: dict[str, Any]
+    at: datetime  # when the run finished: its messages' and its thread's time
     transcript: list[Message] = field(default_factory=list)
 
 
@@ -117,7 +118,7 @@ async def _fence_one(
     return {} if row is None else {write.run_id: bool(row[0])}
 
 
-async def finish_many(conn: AsyncConnection, writes: Sequence[RunWrite], *, now: datetime) -> None:
+async def finish_many(conn: AsyncConnection, writes: Sequence[RunWrite]) -> None:
     """Move runs out of `running`, append their transcripts and touch their threads.
 
     The runs were fenced in this transaction (`fence_many`), except a lone one, whose update
@@ -127,32 +128,35 @@ async def finish_many(conn: AsyncConnection, writes: Sequence[RunWrite], *, now:
     if not finishing:
         return
     if len(finishing) == 1:
-        await _finish_one(conn, finishing[0], now=now)
+        await _finish_one(conn, finishing[0])
         return
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     rows: list[dict[str, Any]] = []
+    touched: dict[str, datetime] = {}
     for write in finishing:
-        assert write.finish is not None
-        values = write.finish.values
-        groups.setdefault(tuple(sorted(values)), []).append(
-            {**values, "b_id": write.run_id, "b_token": write.token}
+        finish = write.finish
+        assert finish is not None
+        groups.setdefault(tuple(sorted(finish.values)), []).append(
+            {**finish.values, "b_id": write.run_id, "b_token": write.token}
         )
         rows += thread_store.message_rows(
-            write.thread_id, write.finish.transcript, now=now, run_id=write.run_id
+            write.thread_id, finish.transcript, now=finish.at, run_id=write.run_id
         )
+        touched[write.thread_id] = finish.at
     for group in groups.values():
         await conn.execute(_BY_TOKEN, group)
     await thread_store.append_message_rows(conn, rows)
-    await thread_store.touch_threads(conn, sorted({w.thread_id for w in finishing}), now=now)
+    await thread_store.touch_threads(conn, touched)
 
 
-async def _finish_one(conn: AsyncConnection, write: RunWrite, *, now: datetime) -> None:
-    assert write.finish is not None
-    values = {**write.finish.values, "b_id": write.run_id, "b_token": write.token}
+async def _finish_one(conn: AsyncConnection, write: RunWrite) -> None:
+    finish = write.finish
+    assert finish is not None
+    values = {**finish.values, "b_id": write.run_id, "b_token": write.token}
     matched = (await conn.execute(_FINISH_ONE, values)).one_or_none()
     if matched is None:
         raise LeaseLost(f"run {write.run_id}: the lease (token {write.token}) is no longer ours")
     await thread_store.append_messages(
-        conn, write.thread_id, write.finish.transcript, now=now, run_id=write.run_id
+        conn, write.thread_id, finish.transcript, now=finish.at, run_id=write.run_id
     )
-    await thread_store.touch_thread(conn, write.thread_id, now=now)
+    await thread_store.touch_thread(conn, write.thread_id, now=finish.at)

@@ -97,11 +97,10 @@ async def touch_thread(
     await conn.execute(_TOUCH, values)
 
 
-async def touch_threads(conn: AsyncConnection, thread_ids: Sequence[str], *, now: datetime) -> None:
-    if thread_ids:
-        await conn.execute(
-            sa.update(threads).where(threads.c.id.in_(list(thread_ids))).values(updated_at=now)
-        )
+async def touch_threads(conn: AsyncConnection, times: dict[str, datetime]) -> None:
+    """Set each thread's `updated_at` (thread id -> time), in one executemany."""
+    if times:
+        await conn.execute(_TOUCH, [{"b_id": t, "updated_at": at} for t, at in times.items()])
 
 
 def message_rows(
