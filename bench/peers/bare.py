@@ -10,13 +10,17 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import openai
+from openai.types.chat import (
+    ChatCompletionMessageFunctionToolCallParam,
+    ChatCompletionMessageParam,
+    ChatCompletionToolUnionParam,
+)
 
 from bench.peers.system import INSTRUCTIONS, MESSAGE, ROUNDS
 
-TOOLS: list[dict[str, Any]] = [
+TOOLS: list[ChatCompletionToolUnionParam] = [
     {
         "type": "function",
         "function": {
@@ -35,7 +39,7 @@ class BareModel:
     async def turn(self, *, stream: bool) -> float:
         """Seconds for the 4 model calls of one turn."""
         started = time.perf_counter()
-        messages: list[dict[str, Any]] = [
+        messages: list[ChatCompletionMessageParam] = [
             {"role": "system", "content": INSTRUCTIONS},
             {"role": "user", "content": MESSAGE},
         ]
@@ -43,26 +47,31 @@ class BareModel:
             call_id = await self._call(messages, stream=stream)
             if call_id is None:
                 break
-            function = {"name": "noop", "arguments": "{}"}
-            call = {"id": call_id, "type": "function", "function": function}
+            call: ChatCompletionMessageFunctionToolCallParam = {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": "noop", "arguments": "{}"},
+            }
             messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
             messages.append({"role": "tool", "tool_call_id": call_id, "content": "ok"})
         return time.perf_counter() - started
 
-    async def _call(self, messages: list[dict[str, Any]], *, stream: bool) -> str | None:
+    async def _call(
+        self, messages: list[ChatCompletionMessageParam], *, stream: bool
+    ) -> str | None:
         if not stream:
             completion = await self.client.chat.completions.create(
                 model="bench",
-                messages=messages,  # type: ignore[arg-type]
-                tools=TOOLS,  # type: ignore[arg-type]
+                messages=messages,
+                tools=TOOLS,
             )
             calls = completion.choices[0].message.tool_calls or []
             return calls[0].id if calls else None
         call_id = None
         chunks = await self.client.chat.completions.create(
             model="bench",
-            messages=messages,  # type: ignore[arg-type]
-            tools=TOOLS,  # type: ignore[arg-type]
+            messages=messages,
+            tools=TOOLS,
             stream=True,
             stream_options={"include_usage": True},
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import openai
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, convert_to_openai_messages
@@ -23,6 +23,7 @@ from langchain_core.tools import tool
 from langgraph.config import get_stream_writer
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
+from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolUnionParam
 
 from bench.peers.system import INSTRUCTIONS, Target, TurnFailed, check_answer, check_turn
 
@@ -33,7 +34,7 @@ def noop() -> str:
     return "ok"
 
 
-TOOLS = [
+TOOLS: list[ChatCompletionToolUnionParam] = [
     {
         "type": "function",
         "function": {
@@ -95,14 +96,19 @@ class LangGraphSystem:
 
     async def _agent(self, state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
         assert self.client is not None
-        messages = [{"role": "system", "content": INSTRUCTIONS}]
-        messages += convert_to_openai_messages(state["messages"])  # type: ignore[arg-type]
+        messages = cast(
+            "list[ChatCompletionMessageParam]",
+            [
+                {"role": "system", "content": INSTRUCTIONS},
+                *convert_to_openai_messages(state["messages"]),
+            ],
+        )
         if config.get("configurable", {}).get("stream_tokens"):
             return {"messages": [await self._streamed(messages)]}
         completion = await self.client.chat.completions.create(
             model="bench",
             messages=messages,
-            tools=TOOLS,  # type: ignore[arg-type]
+            tools=TOOLS,
         )
         message = completion.choices[0].message
         calls = [
@@ -112,7 +118,7 @@ class LangGraphSystem:
         ]
         return {"messages": [AIMessage(content=message.content or "", tool_calls=calls)]}
 
-    async def _streamed(self, messages: list[Any]) -> AIMessage:
+    async def _streamed(self, messages: list[ChatCompletionMessageParam]) -> AIMessage:
         """The answer streamed from the model, each text delta written to LangGraph's `custom`
         stream as it arrives (LangGraph's way for a model that is not a LangChain chat model)."""
         assert self.client is not None
@@ -123,7 +129,7 @@ class LangGraphSystem:
             model="bench",
             messages=messages,
             tools=TOOLS,
-            stream=True,  # type: ignore[arg-type]
+            stream=True,
         )
         async for chunk in stream:
             for choice in chunk.choices:
