@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pressloop.errors import LeaseLost
@@ -101,13 +102,14 @@ class Committer:
                 _settle(pending, stop, {})
             raise
         except Exception as exc:
-            if len(batch) > 1:
-                # Someone's operation (or the database) failed: find out whose, one by one.
+            if len(batch) > 1 and not _shared(exc):
+                # Someone's operation failed: find out whose, one by one.
                 for pending in batch:
                     await self._commit([pending])
                 return
-            log.warning("run %s: write failed: %s", batch[0].write.run_id, exc)
-            _settle(batch[0], exc, {})
+            for pending in batch:
+                log.warning("run %s: write failed: %s", pending.write.run_id, exc)
+                _settle(pending, exc, {})
             return
         for pending in batch:
             write = pending.write
@@ -140,6 +142,14 @@ class Committer:
                     operation, future = pending.after_finish
                     results[id(future)] = await operation(conn)
         return held, results
+
+
+def _shared(error: Exception) -> bool:
+    """A failure of the database or the connection, not of one run's write: retrying the runs
+    one by one would only fail (or wait for a timeout) once per run."""
+    if isinstance(error, DBAPIError) and error.connection_invalidated:
+        return True
+    return isinstance(error, OSError | TimeoutError | InterfaceError | OperationalError)
 
 
 def _settle(

@@ -65,6 +65,24 @@ class Commits:
         self.count += 1
 
 
+class Transactions:
+    """Counts the transactions begun (SQLAlchemy's own event, nothing replaced)."""
+
+    def __init__(self, service: Service) -> None:
+        self.engine = service.database.engine.sync_engine
+        self.count = 0
+
+    def __enter__(self) -> Transactions:
+        event.listen(self.engine, "begin", self._begin)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        event.remove(self.engine, "begin", self._begin)
+
+    def _begin(self, _conn: Any) -> None:
+        self.count += 1
+
+
 async def test_runs_are_written_in_one_transaction_and_fenced_each(
     make_service: ServiceFactory,
 ) -> None:
@@ -119,6 +137,33 @@ async def test_a_failing_write_fails_only_its_run(make_service: ServiceFactory) 
     assert outcomes[0] == 3 and outcomes[2] == 3  # an operation's value comes back
     assert isinstance(outcomes[1], ValueError)
     assert [len(await service.events(c.run.id)) for c in claims] == [1, 0, 1]
+
+
+async def test_a_lost_connection_fails_the_batch_at_once(make_service: ServiceFactory) -> None:
+    # A connection-level failure is not one run's fault: retrying run by run would only fail
+    # (or wait for a timeout) once per run, so the whole batch fails together.
+    service: Service = await make_service([])
+    claims = await _claimed(service, 3)
+    sessions = [_session(service, claim) for claim in claims]
+
+    async def cut(_conn: AsyncConnection) -> None:
+        raise ConnectionResetError("the server closed the connection")
+
+    async def nothing(_conn: AsyncConnection) -> None:
+        return None
+
+    async def say_hi_and_write(session: RunSession, operation: Operation) -> Any:
+        await session.emit(EventType.MESSAGE, {"text": "hi"})
+        return await session.write(operation)
+
+    with Transactions(service) as transactions:
+        outcomes = await asyncio.gather(
+            *(say_hi_and_write(s, cut if i == 1 else nothing) for i, s in enumerate(sessions)),
+            return_exceptions=True,
+        )
+    assert all(isinstance(o, ConnectionResetError) for o in outcomes)
+    assert transactions.count == 1  # no retry run by run
+    assert [len(await service.events(c.run.id)) for c in claims] == [0, 0, 0]
 
 
 async def test_a_cancel_reaches_each_run_of_a_batch(
