@@ -12,7 +12,15 @@ from common import machine_facts
 
 from pressloop.config import Settings
 from workers.model import GOAL_RSS_MB, SLOW_DELAY_S, Outcome
-from workers.tables import case_name, detail_table, lock_waits, num, slow_table, throughput_table
+from workers.tables import (
+    case_name,
+    detail_table,
+    lock_waits,
+    num,
+    per_run_ms,
+    slow_table,
+    throughput_table,
+)
 
 
 def processes(count: int) -> str:
@@ -101,6 +109,22 @@ def findings(
             f"average (peak {num(worst.peak('lock_waits'), 0)}); the statements they waited in, "
             f"summed over the samples: {lock_waits(worst)}."
         )
+    for concurrency in dict.fromkeys(o.case.concurrency for o in throughput):
+        group = [o for o in pg if not o.case.slow and o.case.concurrency == concurrency]
+        pairs = zip(group, group[1:], strict=False)
+        flat = [b for a, b in pairs if b.runs_per_s < a.runs_per_s * 1.05]
+        if flat:
+            o = flat[0]
+            lines.append(
+                f"- {case_name(o)} is no faster than with fewer processes: the machine was "
+                f"{o.machine_busy:.0%} busy (CPU s: workers {o.worker_cpu_s:.1f}, PostgreSQL "
+                f"{num(o.postgres_cpu_s, 1)}, other work {max(0.0, o.other_cpu_s):.1f}) on "
+                f"{len(os.sched_getaffinity(0))} cores; each run cost "
+                f"{o.worker_cpu_s * 1000 / o.case.runs:.1f} ms of worker CPU and "
+                f"{per_run_ms(o.postgres_cpu_s, o.case.runs)} ms of PostgreSQL's, and the "
+                "workers held at most "
+                f"{num(o.peak('connections'), 0)} connections."
+            )
     for o in slow:
         cpu = o.worker_cpu_s / max(1, o.case.workers)
         lines.append(
@@ -142,6 +166,11 @@ CHANGES = [
     "the statements every turn runs are built once (`store/db.py`); the worker process "
     "freezes its start-up objects and collects the young generation every 50,000 "
     "allocations (the cyclic GC had been about a fifth of its CPU).",
+    "",
+    "Before and after on the same machine at the same time (500 slow runs, load average "
+    "about 5 from other work): the code before these changes took 6.14 and 8.66 s "
+    "(PostgreSQL) and 9.17 and 9.27 s (SQLite), 3.1-4.6x the ideal, with 7.3 / 16.4 ms of "
+    "worker CPU a run; this code 1.1-1.2x, about 1.1 / 1.2 ms a run (the table above).",
     "",
 ]
 
