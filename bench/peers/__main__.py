@@ -2,7 +2,7 @@
 round, concurrency on a slow model, streaming latency, growth with history, and what survives a
 crash. Writes its section of docs/benchmarks.md.
 
-    python -m bench.peers --write docs/benchmarks.md      # everything (about 20 minutes)
+    python -m bench.peers --write docs/benchmarks.md      # everything (20-40 minutes)
     python -m bench.peers --quick                         # a smoke run, small N
     python -m bench.peers --workloads streaming --databases postgres --streams 200
     python -m bench.peers --from-json /tmp/peers.json --write docs/benchmarks.md
