@@ -45,7 +45,11 @@ async def test_a_batch_reads_each_runs_own_context(
                 Message(role=Role.USER, content=f"{thread.title} {n}") for n in range(index + 2)
             ]
             await thread_store.append_messages(conn, thread.id, earlier, now=now)
-    inputs = [("Which colour, teal?", "ann"), ("Write sonnets", "bo"), ("When do posts go out?", "bo")]
+    inputs = [
+        ("Which colour, teal?", "ann"),
+        ("Write sonnets", "bo"),
+        ("When do posts go out?", "bo"),
+    ]
     runs = [
         (await service.submit(thread.id, text, user=user)).run
         for thread, (text, user) in zip(threads, inputs, strict=True)
