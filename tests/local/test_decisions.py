@@ -18,6 +18,8 @@ from pressloop.engine.ports import PromptContext
 from pressloop.engine.prompt import system_prompt
 from pressloop.providers.base import ModelRequest
 from pressloop.providers.local.provider import LocalProvider
+from pressloop.providers.local.schema import grammar_schema
+from pressloop.runtime.wiring import default_actions
 from tests.local.conftest import MODEL_TEST_TIMEOUT_S
 
 # (request, the action expected first; None: answer without acting)
@@ -84,3 +86,31 @@ async def test_smoke_set_on_a_small_catalog(local_provider: LocalProvider) -> No
 @pytest.mark.timeout(MODEL_TEST_TIMEOUT_S)
 async def test_smoke_set_on_the_wordpress_catalog(local_provider: LocalProvider) -> None:
     await run_smoke_set(local_provider, catalog(None))
+
+
+@pytest.mark.timeout(MODEL_TEST_TIMEOUT_S)
+async def test_an_answer_cut_off_by_max_tokens_becomes_a_clear_reply_without_actions(
+    local_provider: LocalProvider,
+) -> None:
+    entries = catalog(None)
+    request = ModelRequest(
+        system=system_prompt(PromptContext(), entries, DecisionProtocol.JSON),
+        messages=[Message(role=Role.USER, content="Write a long post about the history of tea")],
+        response_schema=decision_schema([(e.name, e.params_schema) for e in entries]),
+        max_output_tokens=8,
+    )
+    response = await local_provider.complete(request)
+    assert local_provider.last is not None and local_provider.last.completion_tokens <= 8
+    decision = parse_json_decision(response.text)
+    assert decision.actions == []
+    assert "could not produce a usable answer" in decision.reply
+
+
+def test_the_grammar_of_every_action_is_accepted_by_llama_cpp(
+    local_provider: LocalProvider,
+) -> None:
+    # Every built-in action and the whole WordPress pack in one decision grammar: llama.cpp
+    # parses it (a grammar it refused would crash the process at sampling time).
+    entries = Registry(default_actions(wordpress=True)).catalog()
+    schema = grammar_schema(decision_schema([(e.name, e.params_schema) for e in entries]))
+    assert local_provider.local_model.grammar(json.dumps(schema)) is not None

@@ -1,4 +1,4 @@
-"""A shorter ACTION_CATALOG for the local model: params as one-line signatures.
+"""The system prompt as the local model reads it: a shorter catalog and a few worked examples.
 
 The engine lists each action's params as its full JSON schema, about 8,000 tokens for the
 WordPress pack. A cloud model reads that in a blink; a 1.5B model on 2 cores reads roughly
@@ -7,6 +7,10 @@ becomes a signature such as `{title: string required, status?: "draft"|"publish"
 model still sees every name, type and choice, and the grammar (built from the full schema)
 still enforces the rest. The rewrite is deterministic, so the system prompt's stable part
 stays identical from turn to turn and llama.cpp's prefix cache keeps hitting.
+
+A 1.5B model also tends to act on every request (a joke becomes a post, the weather a search).
+`LOCAL_NOTES`, placed right after the decision format (still in the stable part), says when not
+to act, and `example_turns` shows it in three short exchanges placed before the conversation.
 """
 
 from __future__ import annotations
@@ -16,10 +20,65 @@ import re
 from typing import Any
 
 _PARAMS_LINE = re.compile(r"^(  params: )(\{.*\})$", re.MULTILINE)
+_FORMAT_HEADING = "## DECISION_FORMAT"
+
+LOCAL_NOTES = """## WHEN TO ACT
+Act only when the person asks for something on this site that an action in ACTION_CATALOG \
+does. Greetings, jokes, general questions and anything outside the site (weather, news, \
+sport) need no action: answer with "actions": [] and your answer in "reply". Fill params \
+from the person's words; never invent ids, emails or URLs."""
+
+# Worked examples, given as earlier turns right after the system prompt (a small model follows
+# what it sees itself do far better than a rule): two requests that need no action, and one
+# that does when the catalog has `list_posts`.
+_NO_ACTION_EXAMPLES = (
+    (
+        "Tell me something funny",
+        '{"thought": "Chat only: nothing to do on the site.", "actions": [], "reply": "Why do '
+        'programmers mix up Halloween and Christmas? Because OCT 31 = DEC 25.", "confidence": 0.9}',
+    ),
+    (
+        "Will it rain in Berlin tomorrow?",
+        '{"thought": "Chat only: nothing to do on the site.", "actions": [], "reply": "I cannot '
+        'check the weather; I look after this WordPress site.", "confidence": 0.9}',
+    ),
+)
+_ACTION_EXAMPLE = (
+    "list_posts",
+    "Show me the draft posts",
+    '{"thought": "Site task: list the posts whose status is draft.", "actions": [{"action": '
+    '"list_posts", "params": {"status": "draft"}}], "reply": "", "confidence": 0.9}',
+)
+
+
+def example_turns(system: str) -> list[dict[str, str]]:
+    """The worked examples as chat turns, for a system prompt in the JSON decision format."""
+    if _FORMAT_HEADING not in system:
+        return []
+    pairs = list(_NO_ACTION_EXAMPLES)
+    action, request, answer = _ACTION_EXAMPLE
+    if f"\n- {action} (" in system:
+        pairs.insert(1, (request, answer))
+    turns: list[dict[str, str]] = []
+    for request_text, answer_text in pairs:
+        turns.append({"role": "user", "content": request_text, "example": "1"})
+        turns.append({"role": "assistant", "content": answer_text, "example": "1"})
+    return turns
 
 
 def compact_catalog(system: str) -> str:
-    return _PARAMS_LINE.sub(_compact_line, system)
+    compact = _PARAMS_LINE.sub(_compact_line, system)
+    return _with_notes(compact)
+
+
+def _with_notes(system: str) -> str:
+    """LOCAL_NOTES right after the DECISION_FORMAT section (the end of the stable part)."""
+    at = system.find(_FORMAT_HEADING)
+    if at < 0:
+        return system
+    end = system.find("\n\n", at)
+    end = len(system) if end < 0 else end
+    return f"{system[:end]}\n\n{LOCAL_NOTES}{system[end:]}"
 
 
 def _compact_line(match: re.Match[str]) -> str:

@@ -137,21 +137,28 @@ class GrammarBuilder:
             closed = schema.get("additionalProperties") is False
             return self._rule(hint, '"{" ws "}" ws') if closed else "object"
         required = set(schema.get("required", []))
-        pairs = {
-            key: f'{_literal(key)} ":" ws {self._visit(sub, f"{hint}-{key}")}'
+        # In declared order, optional ones included: a model fills `email` before `reassign`
+        # when the schema lists it first, instead of closing the object after the required.
+        pairs = [
+            (f'{_literal(key)} ":" ws {self._visit(sub, f"{hint}-{key}")}', key in required)
             for key, sub in properties.items()
-        }
-        needed = [pairs[k] for k in properties if k in required]
-        optional = [pairs[k] for k in properties if k not in required]
+        ]
+        return self._rule(hint, f'"{{" ws {self._pairs(pairs, 0, True, hint)} "}}" ws')
+
+    def _pairs(self, pairs: list[tuple[str, bool]], start: int, first: bool, hint: str) -> str:
+        """Pairs `start`.. in order, each optional one present or not, commas only between."""
+        if start == len(pairs):
+            return ""
+        pair, needed = pairs[start]
+        rest = self._pairs(pairs, start + 1, False, hint)
+        present = (pair if first else f'"," ws {pair}') + (f" {rest}" if rest else "")
         if needed:
-            body = ' "," ws '.join(needed) + "".join(f' ("," ws {p})?' for p in optional)
-        else:  # the first optional pair present has no comma before it
-            choices = [
-                p + "".join(f' ("," ws {q})?' for q in optional[i + 1 :])
-                for i, p in enumerate(optional)
-            ]
-            body = f"({' | '.join(choices)})?"
-        return self._rule(hint, f'"{{" ws {body} "}}" ws')
+            body = present
+        else:
+            skipped = self._pairs(pairs, start + 1, first, hint)
+            body = f"({present})" + (f" | {skipped}" if skipped else "")
+            body = f"({body})" if skipped else f"({present})?"
+        return self._rule(f"{hint}-from-{start}{'-first' if first else ''}", body)
 
 
 def _literal(value: Any) -> str:

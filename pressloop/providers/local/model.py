@@ -106,19 +106,34 @@ class LocalModel:
             )
         llama_cpp.llama_sampler_free(sampler)
 
+    def close(self) -> None:
+        """Free the model (its memory map and context)."""
+        if self._llama is not None:
+            self._llama.close()
+            self._llama = None
+            self._grammars.clear()
+
     def forget_prefix(self) -> None:
         """Drop the evaluated tokens: the next prompt is evaluated whole (benchmarks)."""
         if self._llama is not None:
             self._llama.reset()  # type: ignore[no-untyped-call]
 
     def generate(
-        self, messages: list[dict[str, str]], *, schema_json: str | None, max_tokens: int
+        self,
+        messages: list[dict[str, str]],
+        *,
+        schema_json: str | None,
+        max_tokens: int,
+        stable: int = 1,
     ) -> Generation:
+        """Answer `messages`; the first `stable` of them (the system prompt and the worked
+        examples) are the same from request to request, and their state is kept."""
         llama = self.load()
         started = time.monotonic()
         prompt = self._tokens(messages, generation_prompt=True)
         if messages and messages[0]["role"] == "system":
-            self._warm_prefix(llama, self._tokens(messages[:1], generation_prompt=False), prompt)
+            prefix = self._tokens(messages[:stable], generation_prompt=False)
+            self._warm_prefix(llama, prefix, prompt)
         try:
             answer: Any = llama.create_completion(
                 prompt=prompt,

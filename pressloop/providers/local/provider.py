@@ -23,7 +23,7 @@ from pressloop.providers.base import (
     StreamPart,
     TextDelta,
 )
-from pressloop.providers.local.catalog import compact_catalog
+from pressloop.providers.local.catalog import compact_catalog, example_turns
 from pressloop.providers.local.model import Generation, LocalModel
 from pressloop.providers.local.schema import (
     action_names,
@@ -69,11 +69,14 @@ class LocalProvider:
         schema = grammar_schema(request.response_schema) if request.response_schema else None
         schema_json = json.dumps(schema, sort_keys=False) if schema else None
         max_tokens = min(request.max_output_tokens or self._max_tokens, self._max_tokens)
+        messages = to_messages(request)
+        stable = 1 + sum(1 for m in messages[1:] if m.get("example"))
         generation = await self._in_thread(
             self._model.generate,
-            to_messages(request),
+            [{"role": m["role"], "content": m["content"]} for m in messages],
             schema_json=schema_json,
             max_tokens=max_tokens,
+            stable=stable,
         )
         self.last = generation
         text = generation.text
@@ -115,6 +118,7 @@ def to_messages(request: ModelRequest) -> list[dict[str, str]]:
     """Chat messages for the model's own chat template: system first, then the transcript."""
     system = compact_catalog(request.system)
     out = [{"role": "system", "content": system}] if system else []
+    out += example_turns(system)
     for message in request.messages:
         out.append({"role": _role(message), "content": message.content})
     return out

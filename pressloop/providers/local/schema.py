@@ -7,7 +7,8 @@ a `maxLength` on every string. For a grammar two more things matter:
   keys, and the grammar converter then allows any value under any name;
 - no string may be longer than the answer can be. A grammar does not stop a `max_tokens`
   cut-off, and a `maxLength` of 200,000 would expand into a huge grammar; strings are capped at
-  `STRING_CAP` characters, far more than a decision of `local_max_tokens` tokens can hold.
+  `STRING_CAP` characters, so a whole decision (thought, params, reply) fits in
+  `local_max_tokens` tokens.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-STRING_CAP = 2000
+STRING_CAP = 600
+# The decision's `thought`: a small model fills whatever room it has, and every character is
+# generation time on 2 cores; a sentence is enough to steer the action that follows.
+THOUGHT_CAP = 120
 # Keys that only document a schema: the grammar ignores them, so they are dropped.
 _DOC_KEYS = frozenset({"title", "description", "examples", "default"})
 _SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
@@ -25,6 +29,9 @@ def grammar_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """A copy of `schema` with every object closed and every string capped."""
     tightened = _tighten(schema)
     assert isinstance(tightened, dict)
+    thought = tightened.get("properties", {}).get("thought")
+    if isinstance(thought, dict) and thought.get("type") == "string":
+        thought["maxLength"] = min(int(thought.get("maxLength", THOUGHT_CAP)), THOUGHT_CAP)
     return tightened
 
 
