@@ -11,20 +11,14 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
-
-import sqlalchemy as sa
 
 from pressloop.actions.registry import ActionSpec, Registry
 from pressloop.actions.web import fetch_options
 from pressloop.config import Settings
 from pressloop.contracts import (
-    FINAL_RUN_STATUSES,
-    Event,
-    EventType,
     Multitask,
     RunStatus,
     Trigger,
@@ -43,6 +37,8 @@ from pressloop.runtime.clock import Now, utc_now
 from pressloop.runtime.runner import Runner
 from pressloop.runtime.scheduler import Scheduler
 from pressloop.runtime.schedules import Schedules
+from pressloop.runtime.service_reads import RESTING as RESTING
+from pressloop.runtime.service_reads import ServiceReads
 from pressloop.runtime.site_policies import resolve_run_policy
 from pressloop.runtime.spawn import Spawned, Spawner
 from pressloop.runtime.undo import Undo
@@ -50,21 +46,15 @@ from pressloop.runtime.wiring import cached_provider, default_actions
 from pressloop.runtime.worker import Worker
 from pressloop.store import agents as agent_store
 from pressloop.store import claims as claim_store
-from pressloop.store import events as event_store
-from pressloop.store import ledger as ledger_store
 from pressloop.store import migrate
 from pressloop.store import runs as run_store
 from pressloop.store import threads as thread_store
 from pressloop.store import tokens as token_store
-from pressloop.store import usage as usage_store
 from pressloop.store.approvals import ApprovalRecord
 from pressloop.store.db import Database
-from pressloop.store.ledger import LedgerEntry
 from pressloop.store.records import RunRecord, ThreadRecord, TokenRecord
 
 log = logging.getLogger(__name__)
-
-RESTING = FINAL_RUN_STATUSES | {RunStatus.WAITING_APPROVAL}
 
 
 def default_owner() -> str:
@@ -77,7 +67,7 @@ class Submission:
     created: bool
 
 
-class Service:
+class Service(ServiceReads):
     def __init__(
         self,
         *,
@@ -216,25 +206,6 @@ class Service:
                 metadata=metadata,
             )
 
-    async def thread(self, thread_id: str) -> ThreadRecord:
-        async with self.database.read() as conn:
-            thread = await thread_store.get_thread(conn, thread_id)
-        if thread is None:
-            raise NotFound(f"thread {thread_id!r} does not exist")
-        return thread
-
-    async def thread_detail(self, thread_id: str) -> dict[str, Any]:
-        thread = await self.thread(thread_id)
-        async with self.database.read() as conn:
-            messages = await thread_store.list_messages(conn, thread_id)
-            runs = await run_store.list_runs(conn, thread_id=thread_id, limit=200)
-            children = await thread_store.list_threads(conn, parent_id=thread_id)
-        return {"thread": thread, "messages": messages, "runs": runs, "children": children}
-
-    async def list_threads(self, limit: int = 50) -> list[ThreadRecord]:
-        async with self.database.read() as conn:
-            return await thread_store.list_threads(conn, limit=limit)
-
     # Runs ------------------------------------------------------------------------------------
 
     async def submit(
@@ -341,27 +312,8 @@ class Service:
         self._queued(decided.run_id)
         return decided
 
-    async def ledger(self, run_id: str) -> list[LedgerEntry]:
-        """The run's write and destructive steps: intent, outcome, snapshot, undo state."""
-        await self.run(run_id)
-        async with self.database.read() as conn:
-            return await ledger_store.list_entries(conn, run_id)
-
     async def undo(self, entry_id: int, *, by: str | None) -> dict[str, Any]:
         return await self.undoer.undo(entry_id, by=by)
-
-    async def run(self, run_id: str) -> RunRecord:
-        async with self.database.read() as conn:
-            run = await run_store.get_run(conn, run_id)
-        if run is None:
-            raise NotFound(f"run {run_id!r} does not exist")
-        return run
-
-    async def list_runs(
-        self, *, thread_id: str | None = None, status: RunStatus | None = None, limit: int = 50
-    ) -> list[RunRecord]:
-        async with self.database.read() as conn:
-            return await run_store.list_runs(conn, thread_id=thread_id, status=status, limit=limit)
 
     async def run_now(self, run_id: str) -> RunRecord | None:
         """Claim this run here and run it, if it is runnable now (else a worker will)."""
@@ -377,53 +329,6 @@ class Service:
 
     def start_run_soon(self, run_id: str) -> None:
         self._keep(asyncio.create_task(self.run_now(run_id), name=f"run:{run_id}"))
-
-    async def wait(self, run_id: str, timeout_s: float | None = None) -> RunRecord:
-        """Wait until the run rests (finished, or waiting for an approval)."""
-        deadline = asyncio.get_running_loop().time() + (timeout_s or self.settings.wait_timeout_s)
-        while True:
-            waiter = self.bus.subscribe(run_id)
-            try:
-                run = await self.run(run_id)
-                left = deadline - asyncio.get_running_loop().time()
-                if run.status in RESTING or left <= 0:
-                    return run
-                try:
-                    async with asyncio.timeout(min(left, self.settings.event_poll_s * 5)):
-                        await waiter.wait()
-                except TimeoutError:
-                    pass
-            finally:
-                self.bus.unsubscribe(run_id, waiter)
-
-    async def events(self, run_id: str, *, after: int = 0, limit: int = 1000) -> list[Event]:
-        await self.run(run_id)
-        async with self.database.read() as conn:
-            return await event_store.list_events(conn, run_id, after_seq=after, limit=limit)
-
-    async def follow(self, run_id: str, *, after: int = 0) -> AsyncIterator[Event]:
-        """Every event after `after`, live, until the run rests; each exactly once, in order."""
-        seen = after
-        while True:
-            waiter = self.bus.subscribe(run_id)
-            try:
-                batch = await self.events(run_id, after=seen)
-                for event in batch:
-                    seen = event.seq
-                    yield event
-                if batch and batch[-1].type is EventType.RUN_FINISHED:
-                    return
-                if not batch:
-                    run = await self.run(run_id)
-                    if run.status in RESTING and not await self.events(run_id, after=seen):
-                        return
-                    try:
-                        async with asyncio.timeout(self.settings.event_poll_s):
-                            await waiter.wait()
-                    except TimeoutError:
-                        pass
-            finally:
-                self.bus.unsubscribe(run_id, waiter)
 
     async def cancel(self, run_id: str) -> RunRecord:
         async with self.database.write() as conn:
@@ -455,24 +360,3 @@ class Service:
             raise InvalidRequest(f"role must be one of {', '.join(token_store.ROLES)}")
         async with self.database.write() as conn:
             return await token_store.create_token(conn, name=name, role=role, now=self.now())
-
-    async def authenticate(self, token: str) -> TokenRecord | None:
-        """The live (not revoked) token record for this plaintext token, if any."""
-        async with self.database.read() as conn:
-            return await token_store.verify_token(conn, token)
-
-    async def list_tokens(self) -> list[TokenRecord]:
-        async with self.database.read() as conn:
-            return await token_store.list_tokens(conn)
-
-    async def usage(self, *, days: int = 30, scope: str | None = None) -> list[dict[str, Any]]:
-        """Daily usage rows of the last `days` days (today included), oldest first."""
-        await self.runner.usage.flush()
-        since = (self.now().date() - timedelta(days=max(1, days) - 1)).isoformat()
-        async with self.database.read() as conn:
-            return await usage_store.list_usage(conn, since_day=since, scope=scope)
-
-    async def check_database(self) -> None:
-        """Raise if the database cannot answer a trivial query (health checks)."""
-        async with self.database.read() as conn:
-            await conn.execute(sa.select(1))

@@ -1,0 +1,148 @@
+"""What the API, the CLI and the UI read through the Service: threads, runs, events (live),
+ledgers, tokens, usage. Nothing here changes a run; `Service` adds the commands.
+
+Split from `service.py` so each file keeps one job; `Service` inherits these and provides the
+attributes they use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+import sqlalchemy as sa
+
+from pressloop.config import Settings
+from pressloop.contracts import FINAL_RUN_STATUSES, Event, EventType, RunStatus
+from pressloop.errors import NotFound
+from pressloop.runtime.bus import EventBus
+from pressloop.runtime.clock import Now
+from pressloop.runtime.runner import Runner
+from pressloop.store import events as event_store
+from pressloop.store import ledger as ledger_store
+from pressloop.store import runs as run_store
+from pressloop.store import threads as thread_store
+from pressloop.store import tokens as token_store
+from pressloop.store import usage as usage_store
+from pressloop.store.db import Database
+from pressloop.store.ledger import LedgerEntry
+from pressloop.store.records import RunRecord, ThreadRecord, TokenRecord
+
+# A run rests when it is final or parked for an approval: waiters and streams stop there.
+RESTING = FINAL_RUN_STATUSES | {RunStatus.WAITING_APPROVAL}
+
+
+class ServiceReads:
+    settings: Settings
+    database: Database
+    bus: EventBus
+    runner: Runner
+    now: Now
+
+    async def thread(self, thread_id: str) -> ThreadRecord:
+        async with self.database.read() as conn:
+            thread = await thread_store.get_thread(conn, thread_id)
+        if thread is None:
+            raise NotFound(f"thread {thread_id!r} does not exist")
+        return thread
+
+    async def thread_detail(self, thread_id: str) -> dict[str, Any]:
+        thread = await self.thread(thread_id)
+        async with self.database.read() as conn:
+            messages = await thread_store.list_messages(conn, thread_id)
+            runs = await run_store.list_runs(conn, thread_id=thread_id, limit=200)
+            children = await thread_store.list_threads(conn, parent_id=thread_id)
+        return {"thread": thread, "messages": messages, "runs": runs, "children": children}
+
+    async def list_threads(self, limit: int = 50) -> list[ThreadRecord]:
+        async with self.database.read() as conn:
+            return await thread_store.list_threads(conn, limit=limit)
+
+    async def ledger(self, run_id: str) -> list[LedgerEntry]:
+        """The run's write and destructive steps: intent, outcome, snapshot, undo state."""
+        await self.run(run_id)
+        async with self.database.read() as conn:
+            return await ledger_store.list_entries(conn, run_id)
+
+    async def run(self, run_id: str) -> RunRecord:
+        async with self.database.read() as conn:
+            run = await run_store.get_run(conn, run_id)
+        if run is None:
+            raise NotFound(f"run {run_id!r} does not exist")
+        return run
+
+    async def list_runs(
+        self, *, thread_id: str | None = None, status: RunStatus | None = None, limit: int = 50
+    ) -> list[RunRecord]:
+        async with self.database.read() as conn:
+            return await run_store.list_runs(conn, thread_id=thread_id, status=status, limit=limit)
+
+    async def wait(self, run_id: str, timeout_s: float | None = None) -> RunRecord:
+        """Wait until the run rests (finished, or waiting for an approval)."""
+        deadline = asyncio.get_running_loop().time() + (timeout_s or self.settings.wait_timeout_s)
+        while True:
+            waiter = self.bus.subscribe(run_id)
+            try:
+                run = await self.run(run_id)
+                left = deadline - asyncio.get_running_loop().time()
+                if run.status in RESTING or left <= 0:
+                    return run
+                try:
+                    async with asyncio.timeout(min(left, self.settings.event_poll_s * 5)):
+                        await waiter.wait()
+                except TimeoutError:
+                    pass
+            finally:
+                self.bus.unsubscribe(run_id, waiter)
+
+    async def events(self, run_id: str, *, after: int = 0, limit: int = 1000) -> list[Event]:
+        await self.run(run_id)
+        async with self.database.read() as conn:
+            return await event_store.list_events(conn, run_id, after_seq=after, limit=limit)
+
+    async def follow(self, run_id: str, *, after: int = 0) -> AsyncIterator[Event]:
+        """Every event after `after`, live, until the run rests; each exactly once, in order."""
+        seen = after
+        while True:
+            waiter = self.bus.subscribe(run_id)
+            try:
+                batch = await self.events(run_id, after=seen)
+                for event in batch:
+                    seen = event.seq
+                    yield event
+                if batch and batch[-1].type is EventType.RUN_FINISHED:
+                    return
+                if not batch:
+                    run = await self.run(run_id)
+                    if run.status in RESTING and not await self.events(run_id, after=seen):
+                        return
+                    try:
+                        async with asyncio.timeout(self.settings.event_poll_s):
+                            await waiter.wait()
+                    except TimeoutError:
+                        pass
+            finally:
+                self.bus.unsubscribe(run_id, waiter)
+
+    async def authenticate(self, token: str) -> TokenRecord | None:
+        """The live (not revoked) token record for this plaintext token, if any."""
+        async with self.database.read() as conn:
+            return await token_store.verify_token(conn, token)
+
+    async def list_tokens(self) -> list[TokenRecord]:
+        async with self.database.read() as conn:
+            return await token_store.list_tokens(conn)
+
+    async def usage(self, *, days: int = 30, scope: str | None = None) -> list[dict[str, Any]]:
+        """Daily usage rows of the last `days` days (today included), oldest first."""
+        await self.runner.usage.flush()
+        since = (self.now().date() - timedelta(days=max(1, days) - 1)).isoformat()
+        async with self.database.read() as conn:
+            return await usage_store.list_usage(conn, since_day=since, scope=scope)
+
+    async def check_database(self) -> None:
+        """Raise if the database cannot answer a trivial query (health checks)."""
+        async with self.database.read() as conn:
+            await conn.execute(sa.select(1))
