@@ -91,18 +91,20 @@ def _base_url(name: str, settings: Settings) -> str | None:
 
 
 def _real_provider(name: str, settings: Settings) -> Provider:
-    # The SDKs take seconds to import: only the one in use is loaded.
-    from pressloop.providers.anthropic_messages import AnthropicMessagesProvider
-    from pressloop.providers.openai_chat import OpenAIChatProvider
-
+    # The SDKs take seconds to import (and block the event loop meanwhile): only the one in use
+    # is loaded.
     model = settings.model or DEFAULT_MODELS[name]
     timeout_s = settings.provider_timeout_s
     base_url = _base_url(name, settings)
     if name == "anthropic":
+        from pressloop.providers.anthropic_messages import AnthropicMessagesProvider
+
         key = _required_key(name, settings)
         return AnthropicMessagesProvider(
             api_key=key, model=model, base_url=base_url, timeout_s=timeout_s
         )
+    from pressloop.providers.openai_chat import OpenAIChatProvider
+
     if name == "openai-compatible":
         if not base_url:
             raise ConfigurationError(
