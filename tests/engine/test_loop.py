@@ -26,8 +26,7 @@ from pressloop.contracts import (
     TurnStatus,
 )
 from pressloop.engine.loop import run_turn
-from pressloop.engine.ports import EngineDeps, PromptContext
-from pressloop.engine.prompt import memory_context, system_prompt
+from pressloop.engine.ports import EngineDeps
 from pressloop.errors import ActionError
 from pressloop.providers.scripted import ScriptedProvider
 
@@ -367,36 +366,3 @@ async def test_checkpoints_are_saved_after_each_model_call_and_action() -> None:
     )
     assert [c.round for c in recorder.checkpoints] == [1, 1, 1, 2]
     assert [len(c.steps) for c in recorder.checkpoints] == [0, 1, 2, 2]
-
-
-def test_system_prompt_keeps_stable_sections_first() -> None:
-    catalog = Notebook().registry().catalog()
-    prompt = system_prompt(
-        PromptContext(
-            instructions="Be brief.",
-            agent_files={"SOUL.md": "Kind.", "AGENTS.md": "Rules."},
-            site_context="Site: Example",
-            memory_context="- likes teal",
-            conversation_context="earlier: hi",
-        ),
-        catalog,
-        DecisionProtocol.TOOLS,
-    )
-    order = [
-        "Be brief.",
-        "## ACTION_CATALOG",
-        "## AGENTS.md",
-        "## SOUL.md",
-        "## SITE_CONTEXT",
-        "## MEMORY_CONTEXT",
-        "## CONVERSATION_CONTEXT",
-    ]
-    positions = [prompt.index(marker) for marker in order]
-    assert positions == sorted(positions)
-    assert "note (risk: write)" in prompt and "wipe (risk: destructive)" in prompt
-
-
-def test_memory_context_is_capped_at_8_items_and_1200_chars() -> None:
-    assert memory_context([f"fact {i}" for i in range(20)]).count("\n") == 7
-    long = memory_context(["x" * 500] * 8)
-    assert len(long) <= 1200 and long.count("- ") == 3
