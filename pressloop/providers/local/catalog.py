@@ -30,7 +30,8 @@ from the person's words; never invent ids, emails or URLs."""
 
 # Worked examples, given as earlier turns right after the system prompt (a small model follows
 # what it sees itself do far better than a rule): two requests that need no action, and one
-# that does when the catalog has `list_posts`.
+# that does (and its next round, once the results are back) when the catalog has
+# `list_posts`.
 _NO_ACTION_EXAMPLES = (
     (
         "Tell me something funny",
@@ -47,7 +48,12 @@ _ACTION_EXAMPLE = (
     "list_posts",
     "Show me the draft posts",
     '{"thought": "Site task: list the posts whose status is draft.", "actions": [{"action": '
-    '"list_posts", "params": {"status": "draft"}}], "reply": "", "confidence": 0.9}',
+    '"list_posts", "params": {"status": "draft"}}], "reply": "Looking for the drafts.", '
+    '"confidence": 0.9}',
+    # The next round: the results came back, the task is done, the answer says what happened.
+    'ACTION_RESULTS:\n- list_posts [r0_0]: [{"id": 41, "title": "Menu", "status": "draft"}]',
+    '{"thought": "Done: the results answer the request.", "actions": [], "reply": "One draft: '
+    '\\"Menu\\" (id 41).", "confidence": 0.9}',
 )
 
 
@@ -56,9 +62,9 @@ def example_turns(system: str) -> list[dict[str, str]]:
     if _FORMAT_HEADING not in system:
         return []
     pairs = list(_NO_ACTION_EXAMPLES)
-    action, request, answer = _ACTION_EXAMPLE
+    action, request, answer, results, done = _ACTION_EXAMPLE
     if f"\n- {action} (" in system:
-        pairs.insert(1, (request, answer))
+        pairs[1:1] = [(request, answer), (results, done)]
     turns: list[dict[str, str]] = []
     for request_text, answer_text in pairs:
         turns.append({"role": "user", "content": request_text, "example": "1"})
