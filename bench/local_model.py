@@ -92,10 +92,14 @@ def series(
     model: LocalModel, system: str, schema: str, count: int, max_tokens: int, *, reuse: bool
 ) -> list[Generation]:
     out = []
+    kept = model.prefixes
+    if not reuse:
+        model.prefixes = None  # nor restored from disk: the whole prompt is read each time
     for n in range(count):
         if not reuse:
             model.forget_prefix()
         out.append(decide(model, system, schema, REQUESTS[(n + 1) % len(REQUESTS)], max_tokens))
+    model.prefixes = kept
     return out
 
 
