@@ -7,6 +7,7 @@ from fastapi.responses import Response
 
 from pressloop.api.auth import service_of
 from pressloop.store import overview
+from pressloop.store import threads as thread_store
 from pressloop.store.records import ThreadRecord
 from pressloop.ui.render import page
 from pressloop.ui.session import User
@@ -40,9 +41,8 @@ async def _descendants(request: Request, root: ThreadRecord) -> list[dict[str, o
     frontier = [(root, 0)]
     while frontier:
         parent, level = frontier.pop(0)
-        detail = await service.thread_detail(parent.id)
-        kids = detail["children"]
         async with service.database.read() as conn:
+            kids = await thread_store.list_threads(conn, parent_id=parent.id)
             last = await overview.last_runs(conn, [k.id for k in kids])
         for kid in kids:
             tree.append({"thread": kid, "level": level + 1, "last_run": last.get(kid.id)})
