@@ -116,7 +116,7 @@ class Committer:
             if write.run_id in held:
                 _settle(pending, None, results, cancel=held[write.run_id])
                 if write.events:
-                    self.bus.notify(write.run_id)
+                    self.bus.publish(write.run_id, write.events)
             else:
                 lost = LeaseLost(
                     f"run {write.run_id}: the lease (token {write.token}) is no longer ours"

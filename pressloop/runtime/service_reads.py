@@ -82,20 +82,17 @@ class ServiceReads:
     async def wait(self, run_id: str, timeout_s: float | None = None) -> RunRecord:
         """Wait until the run rests (finished, or waiting for an approval)."""
         deadline = asyncio.get_running_loop().time() + (timeout_s or self.settings.wait_timeout_s)
-        while True:
-            waiter = self.bus.subscribe(run_id)
-            try:
+        subscription = self.bus.subscribe(run_id)
+        try:
+            while True:
                 run = await self.run(run_id)
                 left = deadline - asyncio.get_running_loop().time()
                 if run.status in RESTING or left <= 0:
                     return run
-                try:
-                    async with asyncio.timeout(min(left, self.settings.event_poll_s * 5)):
-                        await waiter.wait()
-                except TimeoutError:
-                    pass
-            finally:
-                self.bus.unsubscribe(run_id, waiter)
+                await subscription.wait(min(left, self.settings.event_poll_s * 5))
+                subscription.take()
+        finally:
+            self.bus.unsubscribe(run_id, subscription)
 
     async def events(self, run_id: str, *, after: int = 0, limit: int = 1000) -> list[Event]:
         await self.run(run_id)
@@ -103,28 +100,38 @@ class ServiceReads:
             return await event_store.list_events(conn, run_id, after_seq=after, limit=limit)
 
     async def follow(self, run_id: str, *, after: int = 0) -> AsyncIterator[Event]:
-        """Every event after `after`, live, until the run rests; each exactly once, in order."""
+        """Every event after `after`, live, until the run rests; each exactly once, in order.
+
+        What this process commits is taken straight from the bus; the database is read to catch
+        up (at the start, after a gap or a bare wake-up, on every poll tick), so a stream served
+        by any process, for a run running in any process, gets the same events.
+        """
         seen = after
-        while True:
-            waiter = self.bus.subscribe(run_id)
-            try:
-                batch = await self.events(run_id, after=seen)
+        subscription = self.bus.subscribe(run_id)
+        try:
+            read_database = True
+            while True:
+                held = [e for e in subscription.take() if e.seq > seen]
+                if read_database or (held and held[0].seq != seen + 1):
+                    batch = await self._stored_events(run_id, after=seen)
+                else:
+                    batch = held
                 for event in batch:
                     seen = event.seq
                     yield event
                 if batch and batch[-1].type is EventType.RUN_FINISHED:
                     return
-                if not batch:
+                if read_database and not batch:
                     run = await self.run(run_id)
-                    if run.status in RESTING and not await self.events(run_id, after=seen):
+                    if run.status in RESTING and not await self._stored_events(run_id, after=seen):
                         return
-                    try:
-                        async with asyncio.timeout(self.settings.event_poll_s):
-                            await waiter.wait()
-                    except TimeoutError:
-                        pass
-            finally:
-                self.bus.unsubscribe(run_id, waiter)
+                read_database = not await subscription.wait(self.settings.event_poll_s)
+        finally:
+            self.bus.unsubscribe(run_id, subscription)
+
+    async def _stored_events(self, run_id: str, *, after: int) -> list[Event]:
+        async with self.database.read() as conn:
+            return await event_store.list_events(conn, run_id, after_seq=after, limit=1000)
 
     async def authenticate(self, token: str) -> TokenRecord | None:
         """The live (not revoked) token record for this plaintext token, if any."""

@@ -192,6 +192,6 @@ async def test_pings_keep_a_quiet_stream_open_and_a_disconnect_ends_it(
     async with asyncio.timeout(5):
         await streams.idle.wait()
     assert streams.open == 0
-    assert run["id"] not in api.service.bus._waiters
+    assert not api.service.bus.subscribed(run["id"])
     api.gate.open()
     assert (await api.service.wait(run["id"])).status.value == "succeeded"

@@ -1,0 +1,130 @@
+"""Live events on both databases: text deltas waiting for one commit become one event, and a
+stream in the process that commits takes its events from the bus, not from the database."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from sqlalchemy import event
+
+from pressloop.contracts import Event, EventType
+from pressloop.runtime.service import Service
+from pressloop.runtime.session import RunSession
+from tests.runtime.conftest import ServiceFactory
+
+
+async def _session(service: Service) -> RunSession:
+    thread = await service.create_thread(title="live")
+    run = (await service.submit(thread.id, "hello")).run
+    claim = await service.runner.claim(run.id)
+    assert claim is not None
+    return RunSession(
+        database=service.database,
+        claim=claim,
+        committer=service.runner.committer,
+        now=service.now,
+        last_seq=claim.last_seq,
+    )
+
+
+class EventReads:
+    """Counts the statements that read the run_events table (SQLAlchemy's own event)."""
+
+    def __init__(self, service: Service) -> None:
+        self.engine = service.database.engine.sync_engine
+        self.count = 0
+
+    def __enter__(self) -> EventReads:
+        event.listen(self.engine, "before_cursor_execute", self._statement)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        event.remove(self.engine, "before_cursor_execute", self._statement)
+
+    def _statement(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT") and "FROM run_events" in statement:
+            self.count += 1
+
+
+async def test_deltas_waiting_for_the_same_commit_become_one_event(
+    make_service: ServiceFactory,
+) -> None:
+    service: Service = await make_service([])
+    session = await _session(service)
+    for piece in ["Hel", "lo", " world"]:
+        await session.emit(EventType.MESSAGE, {"delta": piece})
+    await session.emit(EventType.ACTION, {"action": "noop", "params": {}})
+    await session.emit(EventType.MESSAGE, {"delta": "!"})
+    await session.emit(EventType.MESSAGE, {"text": "Hello world!", "final": True})
+    await session.renew()
+    stored = await service.events(session.run_id)
+    assert [(e.seq, e.type, e.data) for e in stored] == [
+        (1, EventType.MESSAGE, {"delta": "Hello world"}),
+        (2, EventType.ACTION, {"action": "noop", "params": {}}),
+        (3, EventType.MESSAGE, {"delta": "!"}),
+        (4, EventType.MESSAGE, {"text": "Hello world!", "final": True}),
+    ]
+    # Numbering goes on from the merged events.
+    assert session.seq == 4
+    await session.emit(EventType.MESSAGE, {"delta": "again"})
+    await session.renew()
+    assert [e.seq for e in await service.events(session.run_id)] == [1, 2, 3, 4, 5]
+
+
+async def test_a_stream_takes_what_this_process_commits_from_the_bus(
+    make_service: ServiceFactory,
+) -> None:
+    service: Service = await make_service([])
+    session = await _session(service)
+    received: list[Event] = []
+
+    async def follow() -> None:
+        async for item in service.follow(session.run_id):
+            received.append(item)
+
+    with EventReads(service) as reads:
+        follower = asyncio.create_task(follow())
+        await asyncio.sleep(0.05)  # it has caught up (nothing yet) and waits
+        reads_before = reads.count
+        for n in range(20):
+            await session.emit(EventType.MESSAGE, {"delta": f"{n} "})
+            await session.renew()  # one commit per delta: nothing to merge
+        await session.emit(EventType.RUN_FINISHED, {"status": "succeeded"})
+        await session.renew()
+        async with asyncio.timeout(5):
+            await follower
+    assert [e.seq for e in received] == list(range(1, 22))
+    assert "".join(e.data.get("delta", "") for e in received) == "".join(f"{n} " for n in range(20))
+    assert reads_before >= 1  # the catch-up read
+    assert reads.count - reads_before == 0
+
+
+async def test_a_gap_in_what_the_bus_hands_over_is_read_from_the_database(
+    make_service: ServiceFactory,
+) -> None:
+    service: Service = await make_service([])
+    session = await _session(service)
+    for n in range(3):
+        await session.emit(EventType.MESSAGE, {"delta": f"{n}"})
+        await session.renew()
+    received: list[Event] = []
+
+    async def follow() -> None:
+        async for item in service.follow(session.run_id):
+            received.append(item)
+
+    follower = asyncio.create_task(follow())
+    await asyncio.sleep(0.05)
+    assert [e.seq for e in received] == [1, 2, 3]
+    # Events another process committed are not on this bus; a later one shows the gap.
+    stored = (await service.events(session.run_id))[-1]
+    stray = stored.model_copy(update={"seq": 9, "data": {"delta": "not stored"}})
+    service.bus.publish(session.run_id, [stray])
+    await asyncio.sleep(0.05)
+    assert [e.seq for e in received] == [1, 2, 3]  # read the database: nothing after 3
+    await session.emit(EventType.RUN_FINISHED, {"status": "succeeded"})
+    await session.renew()
+    async with asyncio.timeout(5):
+        await follower
+    assert [e.seq for e in received] == [1, 2, 3, 4]
