@@ -1,7 +1,9 @@
 """Anthropic Messages adapter, through the official `anthropic` SDK.
 
-As for OpenAI, the SDK's objects are built without validation, so answers are checked against
-small tolerant models before we read them. The transcript is reshaped to what the Messages API
+As for OpenAI (see openai_chat.py for why), the SDK is called through its generic `post` with a
+plain JSON body and `cast_to=object`: it does the transport, the SSE decoding (error events
+included) and the error classes, and hands back decoded JSON, which is checked against small
+tolerant models before we read it. The transcript is reshaped to what the Messages API
 requires: strict user/assistant alternation, and every tool result of one assistant turn in the
 single user message that follows it, before any text.
 """
@@ -10,10 +12,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import anthropic
-from anthropic.types import MessageParam, TextBlockParam, ToolParam
 
 from pressloop.contracts import ActionCall, Message, Role, Usage
 from pressloop.errors import ProviderError
@@ -24,11 +25,19 @@ from pressloop.providers.base import (
     StreamPart,
     TextDelta,
 )
-from pressloop.providers.errors_map import garbage, translated
-from pressloop.providers.wire import SDKProvider, WireModel, decode_arguments, parse
+from pressloop.providers.errors_map import SDKErrors, garbage, translated
+from pressloop.providers.wire import (
+    DEFAULT_MAX_CONNECTIONS,
+    SDKProvider,
+    WireModel,
+    connection_limits,
+    decode_arguments,
+    parse,
+)
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens; this is enough for one agent round
+ERRORS = SDKErrors.of(anthropic, anthropic.AnthropicError)
 
 
 class _Block(WireModel):
@@ -197,6 +206,7 @@ class AnthropicMessagesProvider(SDKProvider):
         base_url: str | None = None,
         timeout_s: float,
         name: str = "anthropic",
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         self._name = name
         self._model = model
@@ -204,11 +214,17 @@ class AnthropicMessagesProvider(SDKProvider):
         # Explicit, so the SDK never reads ANTHROPIC_BASE_URL itself (pressloop.config does).
         self._base_url = base_url or ANTHROPIC_BASE_URL
         self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=self._base_url, timeout=timeout_s, max_retries=0
+            api_key=api_key,
+            base_url=self._base_url,
+            timeout=timeout_s,
+            max_retries=0,
+            http_client=anthropic.DefaultAsyncHttpxClient(
+                limits=connection_limits(max_connections)
+            ),
         )
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        with translated(self._name):
+        with translated(self._name, ERRORS):
             message = await self._create(request, stream=False)
         parsed = parse(self._name, _Message, message, "a body that is not a message")
         return ModelResponse(
@@ -227,7 +243,7 @@ class AnthropicMessagesProvider(SDKProvider):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         state = _StreamState()
-        with translated(self._name, what="a stream event"):
+        with translated(self._name, ERRORS, what="a stream event"):
             events = await self._create(request, stream=True)
             if not isinstance(events, anthropic.AsyncStream):
                 raise garbage(self._name, "a plain body where an event stream was expected")
@@ -242,28 +258,32 @@ class AnthropicMessagesProvider(SDKProvider):
         yield ResponseDone(response=state.response(self._model))
 
     async def _create(self, request: ModelRequest, *, stream: bool) -> Any:
-        system: list[TextBlockParam] | anthropic.Omit = anthropic.omit
+        body: dict[str, Any] = {
+            "model": self._model,
+            "max_tokens": request.max_output_tokens or DEFAULT_MAX_TOKENS,
+            "messages": to_messages(request.messages),
+        }
         if request.system:
             # One block marked for the prompt cache: tools and system are the stable prefix.
-            system = [
+            body["system"] = [
                 {"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}
             ]
-        tools: list[ToolParam] = [
-            {
-                "name": tool.name,
-                "description": tool.description,
-                "input_schema": cast(Any, tool.parameters),
-            }
-            for tool in request.tools
-        ]
+        if request.tools:
+            body["tools"] = [
+                {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "input_schema": tool.parameters,
+                }
+                for tool in request.tools
+            ]
+        if stream:
+            body["stream"] = True
         # `response_schema` is for models without tool calling; every Claude model has it.
-        return await self._client.messages.create(
-            model=self._model,
-            max_tokens=request.max_output_tokens or DEFAULT_MAX_TOKENS,
-            system=system,
-            messages=cast("list[MessageParam]", to_messages(request.messages)),
-            tools=tools or anthropic.omit,
+        return await self._client.post(
+            "/v1/messages",
+            body=body,
+            cast_to=object,
             stream=stream,
-            # Per call as well: the SDK refuses long non-streamed calls on its default timeout.
-            timeout=self._timeout_s,
+            stream_cls=anthropic.AsyncStream[object],
         )

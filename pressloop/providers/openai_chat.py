@@ -1,9 +1,14 @@
 """OpenAI Chat Completions adapter: OpenAI, OpenRouter, GLM (Z.ai) and any compatible server.
 
-The official SDK does the transport, the SSE parsing and the error classes. Its response objects
-are built without validation (a compatible server may send anything), so every answer is checked
-against the small tolerant models below before we read it: a wrong shape becomes a clear
-`ProviderError`, never an `AttributeError` deep in the engine.
+The official SDK does the transport, the SSE parsing, the connection pool and the error classes.
+We call it through its generic `post` with a plain JSON body and `cast_to=object`, which hands
+back the decoded JSON of each answer or chunk: the typed `chat.completions.create` walks the
+whole request through its type-directed transform and builds a typed object per chunk, which
+we would then dump back to JSON to validate — about 5 ms of CPU a call with a 20-action catalog,
+against 1.4 ms this way (bench/peers profiles; at 1,000 turns in flight that decides the wall
+time). Every answer is checked against the small tolerant models below before we read it (a
+compatible server may send anything): a wrong shape becomes a clear `ProviderError`, never an
+`AttributeError` deep in the engine.
 """
 
 from __future__ import annotations
@@ -11,11 +16,9 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolUnionParam
-from openai.types.chat.completion_create_params import ResponseFormat
 from pydantic import Field
 
 from pressloop.contracts import ActionCall, Message, Role, Usage
@@ -27,10 +30,18 @@ from pressloop.providers.base import (
     StreamPart,
     TextDelta,
 )
-from pressloop.providers.errors_map import garbage, translated
-from pressloop.providers.wire import SDKProvider, WireModel, decode_arguments, parse
+from pressloop.providers.errors_map import SDKErrors, garbage, translated
+from pressloop.providers.wire import (
+    DEFAULT_MAX_CONNECTIONS,
+    SDKProvider,
+    WireModel,
+    connection_limits,
+    decode_arguments,
+    parse,
+)
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+ERRORS = SDKErrors.of(openai, openai.OpenAIError)
 
 
 class _Function(WireModel):
@@ -186,6 +197,7 @@ class OpenAIChatProvider(SDKProvider):
         timeout_s: float,
         name: str = "openai",
         extra_headers: Mapping[str, str] | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         self._name = name
         self._model = model
@@ -198,10 +210,11 @@ class OpenAIChatProvider(SDKProvider):
             timeout=timeout_s,
             max_retries=0,  # RetryingProvider retries, with our backoff and our budget.
             default_headers=dict(extra_headers) if extra_headers else None,
+            http_client=openai.DefaultAsyncHttpxClient(limits=connection_limits(max_connections)),
         )
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        with translated(self._name):
+        with translated(self._name, ERRORS):
             completion = await self._create(request, stream=False)
         parsed = parse(self._name, _Completion, completion, "a body that is not a chat completion")
         choice = parsed.choices[0]
@@ -222,7 +235,7 @@ class OpenAIChatProvider(SDKProvider):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         state = _StreamState()
-        with translated(self._name, what="a stream event"):
+        with translated(self._name, ERRORS, what="a stream event"):
             chunks = await self._create(request, stream=True)
             if not isinstance(chunks, openai.AsyncStream):
                 raise garbage(self._name, "a plain body where an event stream was expected")
@@ -248,9 +261,14 @@ class OpenAIChatProvider(SDKProvider):
             }
             for tool in request.tools
         ]
-        response_format: ResponseFormat | openai.Omit = openai.omit
+        body: dict[str, Any] = {"model": self._model, "messages": to_messages(request)}
+        if tools:
+            body["tools"] = tools
+        if request.max_output_tokens:
+            # Newer OpenAI models reject `max_tokens`; compatible servers accept this name too.
+            body["max_completion_tokens"] = request.max_output_tokens
         if request.response_schema is not None:
-            response_format = {
+            body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {
                     "name": "decision",
@@ -258,13 +276,13 @@ class OpenAIChatProvider(SDKProvider):
                     "strict": False,
                 },
             }
-        return await self._client.chat.completions.create(
-            model=self._model,
-            messages=cast("list[ChatCompletionMessageParam]", to_messages(request)),
-            tools=cast("list[ChatCompletionToolUnionParam]", tools) if tools else openai.omit,
-            # Newer OpenAI models reject `max_tokens`; compatible servers accept this name too.
-            max_completion_tokens=request.max_output_tokens or openai.omit,
-            response_format=response_format,
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return await self._client.post(
+            "/chat/completions",
+            body=body,
+            cast_to=object,
             stream=stream,
-            stream_options={"include_usage": True} if stream else openai.omit,
+            stream_cls=openai.AsyncStream[object],
         )

@@ -5,9 +5,20 @@ from __future__ import annotations
 import json
 from typing import Any, TypeVar
 
+import httpx2
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pressloop.providers.errors_map import garbage
+
+# Model calls one process may have in flight to one provider. The SDKs' own pool keeps only 100
+# of its 1,000 connections alive between calls: beyond 100 calls at once, most calls opened a
+# new connection (and on a real provider, a TLS handshake) — bench/peers' concurrency workload.
+DEFAULT_MAX_CONNECTIONS = 1000
+
+
+def connection_limits(max_connections: int) -> httpx2.Limits:
+    """Keep every connection the pool may open alive between calls."""
+    return httpx2.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
 
 
 class WireModel(BaseModel):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -224,3 +226,17 @@ def test_scripted_without_a_script_says_so() -> None:
         build_provider(settings(provider="scripted"))
 
     assert "PRESSLOOP_SCRIPT" in caught.value.message
+
+
+def test_an_openai_compatible_provider_does_not_import_the_anthropic_sdk() -> None:
+    # A first turn pays every import its provider makes: the other SDK must not be one of them.
+    code = (
+        "import sys\n"
+        "from pressloop.providers.openai_chat import OpenAIChatProvider\n"
+        "OpenAIChatProvider(api_key='k', model='m', timeout_s=5)\n"
+        "print('anthropic' in sys.modules, 'openai' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == ["False", "True"]
