@@ -152,26 +152,51 @@ async def _local_model(settings: Settings) -> Check:
             {True: "hash ok", False: "HASH MISMATCH", None: "hash not checked"}[state.hash_ok]
         )
     if state.ready:
-        parts.append(f"loads in {await _load_seconds(settings):.1f} s")
-    if state.ready:
-        return Check(name="local model", outcome="ok", detail=", ".join(parts))
+        seconds, saved = await _load_and_prompt_state(settings)
+        parts += [f"loads in {seconds:.1f} s", saved.detail]
+        outcome: Outcome = "warn" if saved.missing and in_use else "ok"
+        return Check(name="local model", outcome=outcome, detail=", ".join(parts), hint=saved.hint)
     hint = state.problem or (
         "`make run` builds it (`uv sync --group local`) and prepares the model"
         if not state.runtime
         else "`make run` or `python -m pressloop.local_model prepare` prepares the model"
     )
-    outcome: Outcome = "fail" if in_use or state.hash_ok is False else "info"
+    outcome = "fail" if in_use or state.hash_ok is False else "info"
     return Check(name="local model", outcome=outcome, detail=", ".join(parts), hint=hint)
 
 
-async def _load_seconds(settings: Settings) -> float:
+@dataclass(kw_only=True, frozen=True)
+class SavedState:
+    detail: str
+    missing: bool = False
+    hint: str = ""
+
+
+async def _load_and_prompt_state(settings: Settings) -> tuple[float, SavedState]:
+    """How long the model loads, and whether the system prompt's saved state for the current
+    catalog is there (without it the first answer after a start reads the whole prompt)."""
+    from pressloop.local_model.prompt_state import prompt_state
     from pressloop.providers.local import build_local_provider
 
     provider = build_local_provider(settings)
     try:
-        return await provider.load()
+        seconds = await provider.load()
+        found = await asyncio.to_thread(prompt_state, provider.local_model, settings)
     finally:
         await provider.aclose()
+        provider.local_model.close()
+    if found.path is None:
+        return seconds, SavedState(detail="saved prompt state off (PRESSLOOP_LOCAL_KEEP_PREFIX)")
+    if found.present:
+        return seconds, SavedState(
+            detail=f"saved prompt state for the current catalog ({found.tokens:,} tokens)"
+        )
+    return seconds, SavedState(
+        detail="no saved prompt state for the current catalog",
+        missing=True,
+        hint=f"the first answer after a start reads the {found.tokens:,}-token system prompt "
+        "first (tens of seconds on 2 cores); `python -m pressloop.local_model prepare` saves it",
+    )
 
 
 def _kill_switch(settings: Settings, disabled_in_database: bool) -> Check:

@@ -1,7 +1,10 @@
 """`python -m pressloop.local_model prepare | needed`: the local model for `make run`.
 
-- `prepare` fetches, assembles and checks the model (with progress on stderr), prints its path
-  and exits 0; or exits 1 with a clear message when it cannot be made ready.
+- `prepare` fetches, assembles and checks the model (with progress on stderr), then saves the
+  system prompt's state for the default catalog (skipped when it is already there; needs the
+  `local` group), prints the model's path and exits 0; or exits 1 with a clear message when the
+  model cannot be made ready. A state that cannot be built is reported and skipped: the service
+  then reads the prompt on its first answer instead.
 - `needed` exits 0 when the local provider is the one to use (PRESSLOOP_PROVIDER=local, or no
   provider and no API key configured) and 1 otherwise, so `make run` skips all of this when a
   key is there.
@@ -16,7 +19,8 @@ from rich.console import Console
 from pressloop.config import Settings
 from pressloop.errors import PressloopError
 from pressloop.local_model.prepare import ModelPlace, prepare
-from pressloop.local_model.progress import for_console
+from pressloop.local_model.progress import Reporter, for_console
+from pressloop.local_model.state import llama_runtime
 
 USAGE = "usage: python -m pressloop.local_model prepare | needed"
 _KEYS = ("openai_api_key", "anthropic_api_key", "openrouter_api_key", "zai_api_key")
@@ -35,14 +39,47 @@ def main(argv: list[str]) -> int:
     if argv != ["prepare"]:
         console.print(USAGE)
         return 2
-    place = ModelPlace.from_settings(Settings())
+    settings = Settings()
+    place = ModelPlace.from_settings(settings)
+    progress = for_console(console)
     try:
-        path = prepare(place, for_console(console))
+        path = prepare(place, progress)
     except PressloopError as problem:
         console.print(f"[bold red]The local model is not ready:[/] {problem.message}")
         return 1
+    save_prompt_state(console, settings, progress)
     print(path)
     return 0
+
+
+def save_prompt_state(console: Console, settings: Settings, progress: Reporter) -> None:
+    """The default catalog's system prompt state, built once; any failure only slows the first
+    answer, so it is reported, never fatal."""
+    if llama_runtime() is None:
+        console.print("No saved prompt state: llama.cpp (the `local` group) is not installed.")
+        return
+    from pressloop.local_model.prompt_state import ensure_prompt_state
+    from pressloop.providers.local import build_local_provider
+
+    try:
+        provider = build_local_provider(settings)
+        try:
+            state = ensure_prompt_state(provider.local_model, settings, progress)
+        finally:
+            provider.close()
+            provider.local_model.close()
+    except PressloopError as problem:
+        console.print(f"[yellow]No saved prompt state:[/] {problem.message}")
+        return
+    if state.path is None:
+        console.print("No saved prompt state: PRESSLOOP_LOCAL_KEEP_PREFIX is off.")
+    elif state.built:
+        console.print(
+            f"Saved the system prompt's state ({state.tokens:,} tokens, read in "
+            f"{state.seconds:.1f} s): the first answer after a start skips them."
+        )
+    else:
+        console.print(f"The system prompt's state is already saved ({state.tokens:,} tokens).")
 
 
 if __name__ == "__main__":

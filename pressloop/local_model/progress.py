@@ -1,7 +1,8 @@
-"""Progress of the long steps (download, assembly, hash check), shown however the caller likes.
+"""Progress of the long steps (download, assembly, hash check, reading the system prompt once),
+shown however the caller likes.
 
 The steps only call `start`, `advance` and `finish`; `make run` shows a bar in a terminal and
-a line every few percent in a log, tests pass `Silent`.
+a line every few percent in a log, tests pass `Silent`. A step counts bytes, or `unit` (tokens).
 """
 
 from __future__ import annotations
@@ -13,15 +14,18 @@ from rich.console import Console
 from rich.progress import (
     BarColumn,
     DownloadColumn,
+    MofNCompleteColumn,
     Progress,
     TextColumn,
     TimeRemainingColumn,
     TransferSpeedColumn,
 )
 
+BYTES = "bytes"
+
 
 class Reporter(Protocol):
-    def start(self, label: str, total: int | None) -> None: ...
+    def start(self, label: str, total: int | None, unit: str = BYTES) -> None: ...
 
     def advance(self, amount: int) -> None: ...
 
@@ -29,7 +33,7 @@ class Reporter(Protocol):
 
 
 class Silent:
-    def start(self, label: str, total: int | None) -> None:
+    def start(self, label: str, total: int | None, unit: str = BYTES) -> None:
         return None
 
     def advance(self, amount: int) -> None:
@@ -51,10 +55,12 @@ class Lines:
         self._shown = 0
         self._started = 0.0
 
-    def start(self, label: str, total: int | None) -> None:
+    def start(self, label: str, total: int | None, unit: str = BYTES) -> None:
         self._label, self._total, self._done, self._shown = label, total, 0, 0
         self._started = time.monotonic()
-        size = f" ({total / 1e6:,.1f} MB)" if total else ""
+        size = ""
+        if total:
+            size = f" ({total / 1e6:,.1f} MB)" if unit == BYTES else f" ({total:,} {unit})"
         print(f"{label}{size} ...", file=self._stream, flush=True)
 
     def advance(self, amount: int) -> None:
@@ -78,13 +84,17 @@ class Bar:
         self._console = console
         self._progress: Progress | None = None
 
-    def start(self, label: str, total: int | None) -> None:
+    def start(self, label: str, total: int | None, unit: str = BYTES) -> None:
         self.finish()
+        counts = (
+            (DownloadColumn(), TransferSpeedColumn())
+            if unit == BYTES
+            else (MofNCompleteColumn(), TextColumn(unit))
+        )
         self._progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
-            DownloadColumn(),
-            TransferSpeedColumn(),
+            *counts,
             TimeRemainingColumn(),
             console=self._console,
         )

@@ -30,8 +30,8 @@ from pressloop.providers.wire import (
     DEFAULT_MAX_CONNECTIONS,
     SDKProvider,
     WireModel,
-    connection_limits,
     decode_arguments,
+    http_client,
     parse,
 )
 
@@ -218,9 +218,7 @@ class AnthropicMessagesProvider(SDKProvider):
             base_url=self._base_url,
             timeout=timeout_s,
             max_retries=0,
-            http_client=anthropic.DefaultAsyncHttpxClient(
-                limits=connection_limits(max_connections)
-            ),
+            http_client=http_client(anthropic, max_connections),
         )
 
     async def complete(self, request: ModelRequest) -> ModelResponse:

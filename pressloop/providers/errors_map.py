@@ -72,12 +72,13 @@ def is_retryable_status(status: int) -> bool:
 def map_sdk_error(provider: str, exc: Exception, errors: SDKErrors) -> ProviderError:
     """The `ProviderError` for an SDK exception; the caller raises it `from exc`."""
     # Order matters: a timeout is a connection error, a validation error is an API error.
-    if isinstance(exc, errors.timeout):
+    refused = _network_failure(exc)
+    if isinstance(exc, errors.timeout) and refused is None:
         return ProviderError(
             f"{provider} did not answer in time (request timed out)", retryable=True
         )
-    if isinstance(exc, errors.connection):
-        cause = exc.__cause__ or exc.__context__
+    if isinstance(exc, errors.connection):  # the SDKs' timeout error is one of these
+        cause = refused or exc.__cause__ or exc.__context__
         detail = f": {cause}" if cause is not None and str(cause) else ""
         return ProviderError(f"could not reach {provider}{detail}", retryable=True)
     if isinstance(exc, errors.validation):
@@ -97,6 +98,22 @@ def map_sdk_error(provider: str, exc: Exception, errors: SDKErrors) -> ProviderE
         return _stream_error(provider, api.body, error_detail(api.body) or api.message)
     # Any other SDK error (a credentials helper, a webhook check) is a setup problem.
     return ProviderError(f"{provider} client error: {exc}", retryable=False)
+
+
+def _network_failure(exc: BaseException) -> OSError | None:
+    """The refused or reset connection behind an SDK error, if that is what it was.
+
+    The SDKs' aiohttp transport reports a refused connection as a connect *timeout* (its
+    exception map picks the first match); the cause chain still holds the real error.
+    """
+    cause: BaseException | None = exc
+    for _ in range(8):
+        if cause is None:
+            return None
+        if isinstance(cause, OSError) and not isinstance(cause, TimeoutError):
+            return cause
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def garbage(provider: str, what: str) -> ProviderError:

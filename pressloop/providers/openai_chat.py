@@ -35,8 +35,8 @@ from pressloop.providers.wire import (
     DEFAULT_MAX_CONNECTIONS,
     SDKProvider,
     WireModel,
-    connection_limits,
     decode_arguments,
+    http_client,
     parse,
 )
 
@@ -210,7 +210,7 @@ class OpenAIChatProvider(SDKProvider):
             timeout=timeout_s,
             max_retries=0,  # RetryingProvider retries, with our backoff and our budget.
             default_headers=dict(extra_headers) if extra_headers else None,
-            http_client=openai.DefaultAsyncHttpxClient(limits=connection_limits(max_connections)),
+            http_client=http_client(openai, max_connections),
         )
 
     async def complete(self, request: ModelRequest) -> ModelResponse:

@@ -194,6 +194,8 @@ class Runner:
         finally:
             self.sessions.pop(run.id, None)
             await session.close()
+            # Readers of the run that relied on this process's events look at the database.
+            self.bus.notify(run.id)
         return finished
 
     async def _hand_back(self, session: RunSession) -> None:

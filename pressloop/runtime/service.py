@@ -318,6 +318,8 @@ class Service(ServiceReads):
     async def run_now(self, run_id: str) -> RunRecord | None:
         """Claim this run here and run it, if it is runnable now (else a worker will)."""
         claim = await self.runner.claim(run_id)
+        if claim is None and run_id in self.runner.sessions:
+            return None  # this process's worker took it first
         if claim is None:
             # Perhaps a crashed process still holds the thread: free expired leases, try again.
             async with self.database.write() as conn:

@@ -33,6 +33,9 @@ from pressloop.store.records import RunRecord, ThreadRecord, TokenRecord
 # A run rests when it is final or parked for an approval: waiters and streams stop there.
 RESTING = FINAL_RUN_STATUSES | {RunStatus.WAITING_APPROVAL}
 
+# A reader of a run running in this process reads the database this many times less often.
+LOCAL_POLL_FACTOR = 25
+
 
 class ServiceReads:
     settings: Settings
@@ -125,9 +128,20 @@ class ServiceReads:
                     run = await self.run(run_id)
                     if run.status in RESTING and not await self._stored_events(run_id, after=seen):
                         return
-                read_database = not await subscription.wait(self.settings.event_poll_s)
+                read_database = not await subscription.wait(self._poll_s(run_id))
         finally:
             self.bus.unsubscribe(run_id, subscription)
+
+    def _poll_s(self, run_id: str) -> float:
+        """How long a reader waits for the bus before it reads the database again.
+
+        A run this process is running commits every event through this process's bus, and the
+        runner wakes its readers when it lets the run go: the database poll is only a safety net
+        then. A run queued, or running in another process, is polled for.
+        """
+        if run_id in self.runner.sessions:
+            return self.settings.event_poll_s * LOCAL_POLL_FACTOR
+        return self.settings.event_poll_s
 
     async def _stored_events(self, run_id: str, *, after: int) -> list[Event]:
         async with self.database.read() as conn:

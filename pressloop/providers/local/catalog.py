@@ -11,6 +11,12 @@ stays identical from turn to turn and llama.cpp's prefix cache keeps hitting.
 A 1.5B model also tends to act on every request (a joke becomes a post, the weather a search).
 `LOCAL_NOTES`, placed right after the decision format (still in the stable part), says when not
 to act, and `example_turns` shows it in three short exchanges placed before the conversation.
+
+`split_system` cuts the system prompt after that stable part: what follows (the agent's files,
+SITE_CONTEXT, memories, ...) changes from site to site and turn to turn, so the provider sends it
+after the worked examples. The system prompt's stable part and the examples then make one prefix
+that is the same for every site and every turn: its evaluated state can be saved once (`python
+-m pressloop.local_model prepare` does it for the default catalog) and restored at each start.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from typing import Any
 
 _PARAMS_LINE = re.compile(r"^(  params: )(\{.*\})$", re.MULTILINE)
 _FORMAT_HEADING = "## DECISION_FORMAT"
+# `- name (risk: write): ...` reads as well as `- name (write): ...`, in fewer tokens.
+_RISK_LABEL = re.compile(r"^(- \S+ )\(risk: ", re.MULTILINE)
 
 LOCAL_NOTES = """## WHEN TO ACT
 Act only when the person asks for something on this site that an action in ACTION_CATALOG \
@@ -73,18 +81,20 @@ def example_turns(system: str) -> list[dict[str, str]]:
 
 
 def compact_catalog(system: str) -> str:
-    compact = _PARAMS_LINE.sub(_compact_line, system)
-    return _with_notes(compact)
+    head, tail = split_system(system)
+    return f"{head}\n\n{tail}" if tail else head
 
 
-def _with_notes(system: str) -> str:
-    """LOCAL_NOTES right after the DECISION_FORMAT section (the end of the stable part)."""
-    at = system.find(_FORMAT_HEADING)
+def split_system(system: str) -> tuple[str, str]:
+    """(the stable part, compacted and with LOCAL_NOTES, the rest): the stable part ends with
+    the DECISION_FORMAT section; without one, the whole prompt is the stable part."""
+    compact = _RISK_LABEL.sub(r"\1(", _PARAMS_LINE.sub(_compact_line, system))
+    at = compact.find(_FORMAT_HEADING)
     if at < 0:
-        return system
-    end = system.find("\n\n", at)
-    end = len(system) if end < 0 else end
-    return f"{system[:end]}\n\n{LOCAL_NOTES}{system[end:]}"
+        return compact, ""
+    end = compact.find("\n\n", at)
+    end = len(compact) if end < 0 else end
+    return f"{compact[:end]}\n\n{LOCAL_NOTES}", compact[end:].strip("\n")
 
 
 def _compact_line(match: re.Match[str]) -> str:
@@ -103,10 +113,16 @@ def signature(schema: dict[str, Any], defs: dict[str, Any]) -> str:
         return "{}"
     required = set(schema.get("required", []))
     fields = [
-        f"{name}{'' if name in required else '?'}: {_type(sub, defs)}"
+        f"{name}: {_type(sub, defs)}" if name in required else f"{name}?: {_optional(sub, defs)}"
         for name, sub in properties.items()
     ]
     return "{" + ", ".join(fields) + "}"
+
+
+def _optional(schema: Any, defs: dict[str, Any]) -> str:
+    """An optional field's type without `|null`: `?` already says it may be left out."""
+    kinds = _type(schema, defs).split("|")
+    return "|".join(k for k in kinds if k != "null") or "null"
 
 
 def _type(schema: Any, defs: dict[str, Any]) -> str:

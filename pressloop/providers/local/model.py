@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,11 @@ from llama_cpp.llama_grammar import LlamaGrammar
 from pressloop.errors import ProviderError
 from pressloop.providers.local.gbnf import schema_to_gbnf
 from pressloop.providers.local.prefix import PrefixStore
+
+# llama.cpp's settings for 2 cores, measured with bench/local_model.py and docs/benchmarks.md
+# ("Local model"): the physical batch as large as the logical one, flash attention off.
+UBATCH_TOKENS = 512
+FLASH_ATTENTION = False
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -51,11 +57,15 @@ class LocalModel:
         self._grammars: dict[str, LlamaGrammar] = {}
         self.load_seconds: float | None = None
         self._template: tuple[str, str, str] | None = None
+        self._late_system: bool | None = None
         # Where the system prompt's state is kept between starts (None: not kept).
         self.prefixes: PrefixStore | None = None
         if options.prefix_dir is not None:
             info = options.path.stat()
-            key = f"{options.path.name}:{info.st_size}:{info.st_mtime_ns}:{options.context_tokens}"
+            key = (
+                f"{options.path.name}:{info.st_size}:{info.st_mtime_ns}:{options.context_tokens}"
+                f":fa={int(FLASH_ATTENTION)}"  # the cache's layout differs with flash attention
+            )
             self.prefixes = PrefixStore(options.prefix_dir, model_key=key)
         self.prefix_restored = 0
 
@@ -63,16 +73,24 @@ class LocalModel:
     def threads(self) -> int:
         return self.options.threads or os.cpu_count() or 1
 
+    def tuning(self) -> tuple[int, int, int, bool]:
+        """(threads, n_batch, n_ubatch, flash_attn) as llama.cpp is given them."""
+        batch = self.options.batch_tokens
+        return self.threads, batch, min(UBATCH_TOKENS, batch), FLASH_ATTENTION
+
     def load(self) -> llama_cpp.Llama:
         if self._llama is None:
             started = time.monotonic()
+            threads, batch, ubatch, flash = self.tuning()
             try:
                 self._llama = llama_cpp.Llama(
                     model_path=str(self.options.path),
                     n_ctx=self.options.context_tokens,
-                    n_batch=self.options.batch_tokens,
-                    n_threads=self.threads,
-                    n_threads_batch=self.threads,
+                    n_batch=batch,
+                    n_ubatch=ubatch,
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    flash_attn=flash,
                     verbose=False,
                 )
             except (ValueError, RuntimeError) as exc:
@@ -159,8 +177,59 @@ class LocalModel:
             seconds=time.monotonic() - started,
         )
 
+    def takes_late_system(self) -> bool:
+        """Whether the chat template shows a system message that comes after other turns (the
+        provider sends the site's context that way, after the worked examples); some templates
+        refuse one or drop it, and then get the whole system prompt first."""
+        if self._late_system is None:
+            probe = [
+                {"role": "system", "content": "s"},
+                {"role": "user", "content": "u"},
+                {"role": "assistant", "content": "a"},
+                {"role": "system", "content": "LATE-SYSTEM-PROBE"},
+                {"role": "user", "content": "v"},
+            ]
+            try:
+                text = self._render(probe, generation_prompt=True)
+            except Exception:  # noqa: BLE001 (a template may raise anything, e.g. "roles must alternate")
+                text = ""
+            self._late_system = "LATE-SYSTEM-PROBE" in text
+        return self._late_system
+
+    def prefix_state(self, stable: list[dict[str, str]]) -> Path | None:
+        """Where the state of these stable messages is (or would be) saved; None: not kept."""
+        if self.prefixes is None:
+            return None
+        return self.prefixes.path(self._tokens(stable, generation_prompt=False))
+
+    def save_prefix_state(
+        self, stable: list[dict[str, str]], progress: Callable[[int, int], None] | None = None
+    ) -> Path | None:
+        """Evaluate these stable messages and save their state (`progress(done, total)` after
+        each batch of tokens); None when states are not kept."""
+        if self.prefixes is None:
+            return None
+        llama = self.load()
+        tokens = self._tokens(stable, generation_prompt=False)
+        llama.reset()  # type: ignore[no-untyped-call]
+        step = max(self.options.batch_tokens, 1)
+        for start in range(0, len(tokens), step):
+            llama.eval(tokens[start : start + step])
+            if progress is not None:
+                progress(min(start + step, len(tokens)), len(tokens))
+        self.prefixes.save(llama, tokens)
+        return self.prefixes.path(tokens)
+
+    def tokens(self, messages: list[dict[str, str]]) -> list[int]:
+        """The tokens of these messages as a prefix (no generation prompt after them)."""
+        return self._tokens(messages, generation_prompt=False)
+
     def _tokens(self, messages: list[dict[str, str]], *, generation_prompt: bool) -> list[int]:
         """The prompt as the model's own chat template (from the GGUF file) lays it out."""
+        text = self._render(messages, generation_prompt=generation_prompt)
+        return self.load().tokenize(text.encode(), add_bos=False, special=True)
+
+    def _render(self, messages: list[dict[str, str]], *, generation_prompt: bool) -> str:
         llama = self.load()
         if self._template is None:
             template = llama.metadata.get("tokenizer.chat_template")
@@ -177,8 +246,7 @@ class LocalModel:
         formatter = llama_chat_format.Jinja2ChatFormatter(
             template, eos, bos, add_generation_prompt=generation_prompt
         )
-        text = formatter(messages=messages).prompt  # type: ignore[arg-type]
-        return llama.tokenize(text.encode(), add_bos=False, special=True)
+        return formatter(messages=messages).prompt  # type: ignore[arg-type]
 
     def _warm_prefix(self, llama: llama_cpp.Llama, prefix: list[int], prompt: list[int]) -> None:
         """Make sure the system prompt's state is loaded: in memory, from disk, or evaluated

@@ -28,14 +28,14 @@ class PrefixStore:
         self._folder = folder
         self._model_key = model_key
 
-    def _path(self, tokens: Sequence[int]) -> Path:
+    def path(self, tokens: Sequence[int]) -> Path:
         digest = hashlib.sha256(self._model_key.encode())
         digest.update(b"".join(t.to_bytes(4, "little", signed=True) for t in tokens))
         return self._folder / f"{digest.hexdigest()[:32]}.kv"
 
     def restore(self, llama: llama_cpp.Llama, tokens: Sequence[int]) -> bool:
         """Put the saved state of `tokens` into `llama`; False when there is none."""
-        path = self._path(tokens)
+        path = self.path(tokens)
         try:
             data = path.read_bytes()
         except OSError:
@@ -59,7 +59,7 @@ class PrefixStore:
         if not written:
             return
         self._folder.mkdir(parents=True, exist_ok=True)
-        path = self._path(tokens)
+        path = self.path(tokens)
         temporary = path.with_name(f"{path.name}.{os.getpid()}")
         temporary.write_bytes(bytes(buffer)[:written])
         temporary.replace(path)

@@ -23,7 +23,7 @@ from pressloop.providers.base import (
     StreamPart,
     TextDelta,
 )
-from pressloop.providers.local.catalog import compact_catalog, example_turns
+from pressloop.providers.local.catalog import example_turns, split_system
 from pressloop.providers.local.model import Generation, LocalModel
 from pressloop.providers.local.schema import (
     action_names,
@@ -69,15 +69,7 @@ class LocalProvider:
         schema = grammar_schema(request.response_schema) if request.response_schema else None
         schema_json = json.dumps(schema, sort_keys=False) if schema else None
         max_tokens = min(request.max_output_tokens or self._max_tokens, self._max_tokens)
-        messages = to_messages(request)
-        stable = 1 + sum(1 for m in messages[1:] if m.get("example"))
-        generation = await self._in_thread(
-            self._model.generate,
-            [{"role": m["role"], "content": m["content"]} for m in messages],
-            schema_json=schema_json,
-            max_tokens=max_tokens,
-            stable=stable,
-        )
+        generation = await self._in_thread(self._generate, request, schema_json, max_tokens)
         self.last = generation
         text = generation.text
         if schema is not None:
@@ -93,6 +85,17 @@ class LocalProvider:
             ),
             finish_reason=generation.finish_reason,
             model=self._name,
+        )
+
+    def _generate(
+        self, request: ModelRequest, schema_json: str | None, max_tokens: int
+    ) -> Generation:
+        messages = to_messages(request, late_system=self._model.takes_late_system())
+        return self._model.generate(
+            [{"role": m["role"], "content": m["content"]} for m in messages],
+            schema_json=schema_json,
+            max_tokens=max_tokens,
+            stable=stable_count(messages),
         )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
@@ -114,11 +117,17 @@ class LocalProvider:
         return await loop.run_in_executor(self._executor, lambda: function(*args, **kwargs))
 
 
-def to_messages(request: ModelRequest) -> list[dict[str, str]]:
-    """Chat messages for the model's own chat template: system first, then the transcript."""
-    system = compact_catalog(request.system)
-    out = [{"role": "system", "content": system}] if system else []
-    out += example_turns(system)
+def to_messages(request: ModelRequest, *, late_system: bool = True) -> list[dict[str, str]]:
+    """Chat messages for the model's own chat template: the system prompt's stable part, the
+    worked examples, the rest of the system prompt (site, memories: as a second system message
+    when the template takes one, `late_system`), then the transcript."""
+    head, tail = split_system(request.system)
+    if tail and not late_system:
+        head, tail = f"{head}\n\n{tail}", ""
+    out = [{"role": "system", "content": head}] if head else []
+    out += example_turns(head)
+    if tail:
+        out.append({"role": "system", "content": tail})
     for message in request.messages:
         out.append({"role": _role(message), "content": message.content})
     return out
@@ -128,3 +137,9 @@ def _role(message: Message) -> str:
     # The JSON protocol renders action results as user messages; a stray tool message is read
     # the same way, since the chat template has no tool role without tools.
     return "assistant" if message.role is Role.ASSISTANT else "user"
+
+
+def stable_count(messages: list[dict[str, str]]) -> int:
+    """How many leading messages are the same for every request: the system prompt's stable
+    part and the worked examples."""
+    return 1 + sum(1 for m in messages[1:] if m.get("example"))
