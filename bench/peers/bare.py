@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 
+import httpx2
 import openai
 from openai.types.chat import (
     ChatCompletionMessageFunctionToolCallParam,
@@ -33,8 +34,17 @@ TOOLS: list[ChatCompletionToolUnionParam] = [
 
 
 class BareModel:
-    def __init__(self, model_url: str) -> None:
-        self.client = openai.AsyncOpenAI(api_key="bench", base_url=model_url, max_retries=0)
+    """`aiohttp`: the SDK on its aiohttp transport (what Pressloop's providers use), every
+    connection kept alive; else the SDK's default client (httpx2), as the peers use it."""
+
+    def __init__(self, model_url: str, *, aiohttp: bool = False) -> None:
+        http_client = None
+        if aiohttp:
+            limits = httpx2.Limits(max_connections=1000, max_keepalive_connections=1000)
+            http_client = openai.DefaultAioHttpClient(limits=limits)
+        self.client = openai.AsyncOpenAI(
+            api_key="bench", base_url=model_url, max_retries=0, http_client=http_client
+        )
 
     async def turn(self, *, stream: bool) -> float:
         """Seconds for the 4 model calls of one turn."""

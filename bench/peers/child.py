@@ -188,20 +188,26 @@ async def concurrency(system: System, turns: int) -> dict[str, Any]:
 
 
 async def bare_concurrency(model_url: str, sizes: list[int]) -> dict[str, Any]:
-    """The client alone: N bare model turns at once, plain then streamed, for each N."""
-    bare = BareModel(model_url)
+    """The client alone: N bare model turns at once, plain then streamed, then streamed on the
+    SDK's aiohttp transport, for each N."""
+    default, on_aiohttp = BareModel(model_url), BareModel(model_url, aiohttp=True)
     result: dict[str, Any] = {}
     for n in sizes:
-        for stream in (False, True):
+        for suffix, bare, stream in (
+            ("", default, False),
+            ("-stream", default, True),
+            ("-stream-aiohttp", on_aiohttp, True),
+        ):
             started, cpu = time.perf_counter(), cpu_s()
             await asyncio.gather(*(bare.turn(stream=stream) for _ in range(n)))
             wall = time.perf_counter() - started
-            result[f"{n}{'-stream' if stream else ''}"] = {
+            result[f"{n}{suffix}"] = {
                 "wall_s": wall,
                 "cpu_s": cpu_s() - cpu,
                 "memory": memory_mb(),
             }
-    await bare.close()
+    await default.close()
+    await on_aiohttp.close()
     return result
 
 

@@ -34,7 +34,8 @@ async def profile_concurrency(ctx: Context, database: str, n: int, path: Path) -
 async def concurrency(
     ctx: Context, keys: list[str], database: str, sizes: list[int]
 ) -> dict[str, Any]:
-    """The bare client (N bare model turns at once, plain and streamed), then each system in
+    """The bare client (N bare model turns at once, plain, streamed, and streamed on the SDK's
+    aiohttp transport), then each system in
     its own process on a fresh database, running N turns at once for each N, smallest first
     (the process's peak memory is then the peak of the largest N so far)."""
     slow = base_url(ctx.model_port, latency_ms=LATENCY_MS)
@@ -49,7 +50,11 @@ async def concurrency(
             by_system[key] = await one_shot(key, target, log, "--workload", "concurrency", *more)
     results: dict[str, Any] = {}
     for n in sorted(sizes):
-        row = {"bare": bare[str(n)], "bare-stream": bare[f"{n}-stream"]}
+        row = {
+            "bare": bare[str(n)],
+            "bare-stream": bare[f"{n}-stream"],
+            "bare-stream-aiohttp": bare[f"{n}-stream-aiohttp"],
+        }
         results[str(n)] = row | {key: by_system[key][str(n)] for key in keys}
     return {"latency_s": LATENCY_MS / 1000, "ideal_s": (ROUNDS + 1) * LATENCY_MS / 1000, **results}
 

@@ -15,7 +15,11 @@ calls the no-op tool `noop` (it returns "ok"), then the final answer. The model 
 OpenAI-compatible server (`bench/peers/model_server.py`, its own process, a bare asyncio HTTP
 server so that it is never the bottleneck), stateless: it answers with a tool call while the
 transcript holds fewer than 3 tool results after the last user message. Every system reaches it
-through the `openai` SDK over HTTP, so every system pays the real client cost:
+through the `openai` SDK over HTTP, so every system pays the real client cost. Each calls the
+SDK its own way: the peers through its typed methods (`chat.completions.create`) on its default
+transport; Pressloop through the SDK's generic `post` with a plain JSON body, decoded JSON back,
+on the SDK's aiohttp transport (`pressloop/providers/openai_chat.py` says why). Pressloop also
+offers the model its whole catalog (its default actions and the no-op), the peers only `noop`.
 
 - **Pressloop**: `Service.submit` + `Service.run_now` (the path of a chat `wait`), provider
   `openai-compatible` (`PRESSLOOP_BASE_URL`), the no-op action from `bench/noop_pack.py`, the
@@ -66,7 +70,9 @@ CONCURRENCY = """### 2. Concurrency: N turns at once on the 1 s model, one proce
 Every model answer takes 1 s, so a turn's ideal wall time is 4 s (4 model calls). N threads are
 made first, then N turns start together (`asyncio.gather`) in one process; wall time from the
 start to the last turn done, against the ideal. "bare client" is the floor: N bare model turns
-at once through the SDK, no agent runtime. Each system turns once before the clock starts
+at once through the SDK, no agent runtime, on the SDK's default transport (as the peers call
+it) and, streamed, on its aiohttp transport (as Pressloop calls it); each system's "/ bare
+client" is against the floor of its own transport. Each system turns once before the clock starts
 (what it loads lazily is loaded: Pressloop imports its model SDKs on its first turn). CPU per
 turn is the process's CPU time over the N turns; with every system CPU-bound at this N on 2
 cores, it is what sets the wall time. Peak RSS is the process's VmHWM (the sizes run smallest
