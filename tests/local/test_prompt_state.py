@@ -1,0 +1,147 @@
+"""The system prompt's saved state: `prepare` builds it once for the default catalog, `pressloop
+doctor` says whether it is there, and a state that is missing or unreadable only makes the first
+answer slower (it is read again and saved again)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pressloop.actions.registry import Registry
+from pressloop.actions.wordpress import WORDPRESS_ACTIONS
+from pressloop.config import Settings
+from pressloop.contracts import DecisionProtocol, Message, Role
+from pressloop.engine.decision_parser import decision_schema, parse_json_decision
+from pressloop.engine.ports import PromptContext
+from pressloop.engine.prompt import system_prompt
+from pressloop.local_model import ModelPlace, prepare
+from pressloop.providers.base import ModelRequest
+from pressloop.providers.local.model import LocalModel, ModelOptions
+from pressloop.providers.local.provider import stable_count, to_messages
+from pressloop.providers.local.schema import grammar_schema
+from tests.cli.conftest import ISOLATED, command
+from tests.local.conftest import MODEL_TEST_TIMEOUT_S, Prepared, run_prepare
+
+
+def states(settings: Settings) -> dict[str, int]:
+    """The saved states in a data directory: file name -> mtime."""
+    folder = settings.data_dir / "models" / "prefix-states"
+    return {p.name: p.stat().st_mtime_ns for p in folder.glob("*.kv")}
+
+
+def doctor_line(settings: Settings) -> tuple[str, str]:
+    """`pressloop doctor`'s local model line (and its hint) for this data directory."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRESSLOOP_")}
+    env = {k: v for k, v in env.items() if k not in ISOLATED}
+    env.update(
+        PRESSLOOP_DATA_DIR=str(settings.data_dir),
+        PRESSLOOP_MODEL_CACHE=str(settings.model_cache),
+        PRESSLOOP_PROVIDER="local",
+        COLUMNS="400",
+    )
+    done = subprocess.run(
+        [*command(), "doctor"], capture_output=True, text=True, env=env, timeout=300, check=False
+    )
+    lines = done.stdout.splitlines()
+    at = next((i for i, x in enumerate(lines) if "local model:" in x), None)
+    assert at is not None, done.stdout + done.stderr
+    hint = lines[at + 1] if at + 1 < len(lines) and "hint:" in lines[at + 1] else ""
+    return lines[at], hint
+
+
+@pytest.mark.timeout(MODEL_TEST_TIMEOUT_S)
+def test_prepare_saves_the_default_catalogs_prompt_state_once(prepared: Prepared) -> None:
+    assert "reading the system prompt once" in prepared.output, prepared.output
+    assert "Saved the system prompt's state" in prepared.output, prepared.output
+    saved = states(prepared.settings)
+    assert len(saved) == 1, saved
+    (name,) = saved
+    size = (prepared.settings.data_dir / "models" / "prefix-states" / name).stat().st_size
+    assert size > 1_000_000  # the KV cache of about 2,000 tokens, not an empty file
+
+    again = run_prepare(prepared.settings)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "already saved" in again.stderr, again.stderr
+    assert "reading the system prompt" not in again.stderr
+    assert states(prepared.settings) == saved  # not rebuilt
+
+
+@pytest.mark.timeout(MODEL_TEST_TIMEOUT_S)
+def test_doctor_says_whether_the_current_catalogs_state_is_saved(
+    prepared: Prepared, local_settings: Settings, tmp_path: Path
+) -> None:
+    line, hint = doctor_line(prepared.settings)
+    assert line.split()[0] == "ok", line
+    assert "built (llama-cpp-python" in line and "hash ok" in line and "loads in" in line
+    assert "saved prompt state for the current catalog" in line, line
+
+    # The model file is there (linked from the cache) but the state was never saved.
+    bare = local_settings.model_copy(update={"data_dir": tmp_path})
+    prepare(ModelPlace.from_settings(bare))
+    line, hint = doctor_line(bare)
+    assert line.split()[0] == "warn", line
+    assert "no saved prompt state for the current catalog" in line, line
+    assert "python -m pressloop.local_model prepare" in hint, hint
+
+
+def small_request() -> ModelRequest:
+    entries = Registry([s for s in WORDPRESS_ACTIONS if s.name == "list_plugins"]).catalog()
+    return ModelRequest(
+        system=system_prompt(PromptContext(), entries, DecisionProtocol.JSON),
+        messages=[Message(role=Role.USER, content="List the installed plugins")],
+        response_schema=decision_schema([(e.name, e.params_schema) for e in entries]),
+    )
+
+
+def answer(model: LocalModel, request: ModelRequest) -> str:
+    assert request.response_schema is not None
+    messages = to_messages(request, late_system=model.takes_late_system())
+    return model.generate(
+        [{"role": m["role"], "content": m["content"]} for m in messages],
+        schema_json=json.dumps(grammar_schema(request.response_schema)),
+        max_tokens=200,
+        stable=stable_count(messages),
+    ).text
+
+
+@pytest.mark.timeout(MODEL_TEST_TIMEOUT_S)
+def test_an_unreadable_saved_state_is_read_again_and_saved_again(
+    local_settings: Settings, tmp_path: Path
+) -> None:
+    path = ModelPlace.from_settings(local_settings).installed
+    options = ModelOptions(
+        path=path,
+        threads=local_settings.local_threads,
+        context_tokens=local_settings.local_context_tokens,
+        batch_tokens=local_settings.local_batch_tokens,
+        prefix_dir=tmp_path / "states",
+    )
+    request = small_request()
+    model = LocalModel(options)
+    try:
+        messages = to_messages(request, late_system=model.takes_late_system())
+        stable = [
+            {"role": m["role"], "content": m["content"]} for m in messages[: stable_count(messages)]
+        ]
+        saved = model.prefix_state(stable)
+        assert saved is not None
+        saved.parent.mkdir(parents=True)
+        saved.write_bytes(b"not a llama.cpp state")  # e.g. from another llama.cpp version
+        first = answer(model, request)
+        assert model.prefix_restored == 0
+    finally:
+        model.close()
+    assert [a.name for a in parse_json_decision(first).actions] == ["list_plugins"], first
+    assert saved.stat().st_size > 100_000  # evaluated and saved again
+
+    restarted = LocalModel(options)
+    try:
+        second = answer(restarted, request)
+        assert restarted.prefix_restored == 1  # the next start finds the state saved again
+    finally:
+        restarted.close()
+    assert [a.name for a in parse_json_decision(second).actions] == ["list_plugins"], second
