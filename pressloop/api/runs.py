@@ -63,6 +63,7 @@ async def post_run(
         multitask=body.multitask,
         idempotency_key=key,
         policy=body.policy.model_dump(exclude_none=True) if body.policy else None,
+        start_here=True,
     )
     run, replayed = submission.run, not submission.created
     if replayed and run.input != body.message:
@@ -70,8 +71,6 @@ async def post_run(
             f"the idempotency key {key!r} was already used on this thread for another message "
             f"(run {run.id})"
         )
-    if submission.created:
-        service.start_run_soon(run.id)
     if body.mode == "stream":
         return event_stream(request, run.id, after=resume_point(last_event_id, 0))
     if body.mode == "background":

@@ -218,8 +218,12 @@ class Service(ServiceReads):
         multitask: Multitask = Multitask.ENQUEUE,
         idempotency_key: str | None = None,
         policy: dict[str, Any] | None = None,
+        start_here: bool = False,
     ) -> Submission:
-        """Queue a run of `message` on the thread, following `multitask` if the thread is busy."""
+        """Queue a run of `message` on the thread, following `multitask` if the thread is busy.
+
+        `start_here`: this process runs a new run at once (`start_run_soon`), instead of waking
+        the worker (both at once would race to claim it, and one claim would be wasted)."""
         if message is not None and len(message) > self.settings.max_message_chars:
             raise PayloadTooLarge(
                 f"the message has {len(message)} characters; the limit is "
@@ -270,7 +274,9 @@ class Service(ServiceReads):
             )
             if created:
                 await thread_store.touch_thread(conn, thread_id, now=now)
-        if created and self.worker is not None:
+        if created and start_here:
+            self.start_run_soon(run.id)
+        elif created and self.worker is not None:
             self.worker.wake()
         return Submission(run=run, created=created)
 
