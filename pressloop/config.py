@@ -102,6 +102,10 @@ class Settings(BaseSettings):
     provider_timeout_s: float = Field(
         default=120.0, validation_alias=_env("PRESSLOOP_PROVIDER_TIMEOUT")
     )
+    # Model calls one process keeps in flight to its provider (connections kept alive).
+    provider_max_connections: int = Field(
+        default=1000, ge=1, validation_alias=_env("PRESSLOOP_PROVIDER_MAX_CONNECTIONS")
+    )
     provider_max_retries: int = Field(
         default=3, validation_alias=_env("PRESSLOOP_PROVIDER_RETRIES")
     )
@@ -147,6 +151,10 @@ class Settings(BaseSettings):
     # processes together must stay under the server's max_connections (docs/operations.md).
     db_pool_size: int = Field(default=20, validation_alias=_env("PRESSLOOP_DB_POOL_SIZE"))
     db_max_overflow: int = Field(default=10, validation_alias=_env("PRESSLOOP_DB_MAX_OVERFLOW"))
+    # How long a transaction waits for a pooled connection before it fails (PostgreSQL).
+    db_pool_timeout_s: float = Field(
+        default=30.0, gt=0, validation_alias=_env("PRESSLOOP_DB_POOL_TIMEOUT")
+    )
 
     # Runs, leases and retries (DESIGN.md section 8).
     lease_ttl_s: float = Field(default=30.0, validation_alias=_env("PRESSLOOP_LEASE_TTL"))

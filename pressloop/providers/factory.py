@@ -101,7 +101,11 @@ def _real_provider(name: str, settings: Settings) -> Provider:
 
         key = _required_key(name, settings)
         return AnthropicMessagesProvider(
-            api_key=key, model=model, base_url=base_url, timeout_s=timeout_s
+            api_key=key,
+            model=model,
+            base_url=base_url,
+            timeout_s=timeout_s,
+            max_connections=settings.provider_max_connections,
         )
     from pressloop.providers.openai_chat import OpenAIChatProvider
 
@@ -114,7 +118,12 @@ def _real_provider(name: str, settings: Settings) -> Provider:
         # Local servers usually need no key; the SDK insists on a non-empty one.
         key = settings.openai_api_key or "not-needed"
         return OpenAIChatProvider(
-            api_key=key, model=model, base_url=base_url, timeout_s=timeout_s, name=name
+            api_key=key,
+            model=model,
+            base_url=base_url,
+            timeout_s=timeout_s,
+            name=name,
+            max_connections=settings.provider_max_connections,
         )
     key = _required_key(name, settings)
     headers = _OPENROUTER_HEADERS if name == "openrouter" else None
@@ -125,4 +134,5 @@ def _real_provider(name: str, settings: Settings) -> Provider:
         timeout_s=timeout_s,
         name=name,
         extra_headers=headers,
+        max_connections=settings.provider_max_connections,
     )

@@ -125,6 +125,7 @@ class Service(ServiceReads):
             idle_transaction_timeout_s=max(1.0, settings.lease_ttl_s),
             pool_size=settings.db_pool_size,
             max_overflow=settings.db_max_overflow,
+            pool_timeout_s=settings.db_pool_timeout_s,
         )
         if upgrade:
             await migrate.upgrade(database)

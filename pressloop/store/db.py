@@ -65,6 +65,7 @@ class Database:
         sqlite_synchronous: str = "NORMAL",
         pool_size: int = 20,
         max_overflow: int = 10,
+        pool_timeout_s: float = 30.0,
         idle_transaction_timeout_s: float = 60.0,
     ) -> Database:
         url = normalise_url(url)
@@ -82,6 +83,7 @@ class Database:
                 url,
                 pool_size=pool_size,
                 max_overflow=max_overflow,
+                pool_timeout=pool_timeout_s,
                 # No ping before every checkout (a round trip each, several per run): a
                 # connection the server dropped fails its transaction, and the run is retried.
                 pool_pre_ping=False,
