@@ -179,6 +179,11 @@ async def test_pings_keep_a_quiet_stream_open_and_a_disconnect_ends_it(
         )
     ).json()["run"]
     await api.gate.reached.wait()
+    # run.started goes out with the group committer's next batch: wait for it, so the first
+    # frame is that event and not a ping (on a loaded machine the commit can take > 50 ms).
+    async with asyncio.timeout(10):
+        while not await api.service.events(run["id"]):
+            await asyncio.sleep(0.01)
     streams = api.app.state.streams
 
     async with api.client.stream(
