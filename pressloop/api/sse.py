@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 
+from pressloop.contracts import EventType, RunStatus
 from pressloop.errors import InvalidRequest
 from pressloop.runtime.service import Service
 
@@ -56,14 +57,27 @@ def resume_point(last_event_id: str | None, after: int) -> int:
     return seq
 
 
+# A stream that ends on a run parked for an approval asks the client (a browser's EventSource
+# reconnects on its own, every 3 s by default) to come back this much later instead: nothing
+# happens before a person decides, and the decision's events are all there when it returns.
+PARKED_RETRY_MS = 15_000
+
+
 async def _frames(
     service: Service, run_id: str, after: int, tracker: StreamTracker
 ) -> AsyncIterator[ServerSentEvent]:
     tracker.opened()
     try:
         async for event in service.follow(run_id, after=after):
+            parked = (
+                event.type is EventType.RUN_FINISHED
+                and event.data.get("status") == RunStatus.WAITING_APPROVAL.value
+            )
             yield ServerSentEvent(
-                data=event.model_dump_json(), event=event.type.value, id=str(event.seq)
+                data=event.model_dump_json(),
+                event=event.type.value,
+                id=str(event.seq),
+                retry=PARKED_RETRY_MS if parked else None,
             )
     finally:
         tracker.closed()

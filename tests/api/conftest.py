@@ -73,6 +73,7 @@ class Frame:
     event: str | None
     data: dict[str, Any] = field(default_factory=dict)  # the Event; empty for a comment
     comment: str | None = None
+    retry: int | None = None  # the reconnection delay the server asked for (ms)
 
 
 async def read_frames(
@@ -103,6 +104,7 @@ async def read_frames(
             event=fields.get("event"),
             data=json.loads(fields["data"]) if "data" in fields else {},
             comment="\n".join(comments) or None,
+            retry=int(fields["retry"]) if "retry" in fields else None,
         )
         frames.append(frame)
         fields, comments = {}, []

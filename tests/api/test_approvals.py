@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tests.api.conftest import ApiFactory
+from pressloop.api.sse import PARKED_RETRY_MS
+from tests.api.conftest import ApiFactory, events_only, read_frames
 from tests.runtime.test_approvals import Users, delete
 
 
@@ -65,3 +66,24 @@ async def test_reject_over_http(make_api: ApiFactory) -> None:
     assert rejected.json()["status"] == "rejected"
     run = await api.service.wait(body["run"]["id"], timeout_s=10)
     assert run.status.value == "succeeded" and users.deleted == []
+
+
+async def test_a_stream_that_ends_on_a_parked_run_asks_the_client_to_come_back_later(
+    make_api: ApiFactory,
+) -> None:
+    api = await make_api([delete("bob"), {"text": "Bob is gone."}])
+    users = Users()
+    for spec in users.specs():
+        api.service.registry.register(spec)
+    thread_id = await api.thread()
+    async with api.client.stream(
+        "POST",
+        f"/v1/threads/{thread_id}/runs",
+        json={"message": "delete bob", "mode": "stream"},
+        headers={**api.auth(), "Accept": "text/event-stream"},
+    ) as response:
+        frames = events_only(await read_frames(response))
+    last = frames[-1]
+    assert last.event == "run.finished" and last.data["data"]["status"] == "waiting_approval"
+    assert last.retry == PARKED_RETRY_MS
+    assert all(f.retry is None for f in frames[:-1])

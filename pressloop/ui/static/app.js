@@ -113,6 +113,8 @@ const Pressloop = (() => {
       const decided = await api("POST", `/v1/approvals/${id}/${decision}`, body);
       toast(decision === "approve" ? "Approved: the run goes on." : "Rejected: the agent is told.");
       form.replaceWith(el("p", { class: "decided" }, status(decided.status), ` by ${decided.decided_by || "you"}`));
+      // A live timeline of this run reconnects now (the server told it to wait 15 s).
+      window.dispatchEvent(new CustomEvent("pressloop:decided", { detail: { runId: decided.run_id } }));
       if (form.dataset.then === "reload") setTimeout(() => window.location.reload(), 600);
     } catch (error) {
       toast(error.message, "error");

@@ -10,31 +10,45 @@ const Timeline = (() => {
   // closes, the run's state decides: final -> stop; otherwise the browser reconnects by itself.
   // A run.finished event alone decides nothing: a run parked for an approval reports one, and so
   // does every attempt of a run that was later requeued.
+  // A stream that ends on a run parked for an approval asks the browser to reconnect only after
+  // 15 s; a decision taken on this page reconnects at once ("pressloop:decided").
   function follow(runId, { onEvent, onRest }) {
     let last = 0;
     let stopped = false;
-    const source = new EventSource(`/v1/runs/${encodeURIComponent(runId)}/events`);
+    let source = null;
     const handle = (message) => {
       const event = JSON.parse(message.data);
       if (event.seq <= last) return;
       last = event.seq;
       onEvent(event);
     };
-    for (const type of TYPES) source.addEventListener(type, handle);
-    source.onerror = async () => {
-      if (stopped) return;
-      try {
-        const run = await api("GET", `/v1/runs/${encodeURIComponent(runId)}`);
-        if (onRest) onRest(run);
-        if (Pressloop.FINAL.has(run.status)) stop();
-      } catch (error) {
-        if (error.status === 401 || error.status === 404) stop();
-      }
+    function open() {
+      const after = last ? `?after=${last}` : "";
+      source = new EventSource(`/v1/runs/${encodeURIComponent(runId)}/events${after}`);
+      for (const type of TYPES) source.addEventListener(type, handle);
+      source.onerror = async () => {
+        if (stopped) return;
+        try {
+          const run = await api("GET", `/v1/runs/${encodeURIComponent(runId)}`);
+          if (onRest) onRest(run);
+          if (Pressloop.FINAL.has(run.status)) stop();
+        } catch (error) {
+          if (error.status === 401 || error.status === 404) stop();
+        }
+      };
+    }
+    const decided = (event) => {
+      if (stopped || event.detail.runId !== runId) return;
+      source.close();
+      open();
     };
     function stop() {
       stopped = true;
       source.close();
+      window.removeEventListener("pressloop:decided", decided);
     }
+    open();
+    window.addEventListener("pressloop:decided", decided);
     return { stop, get last() { return last; } };
   }
 
