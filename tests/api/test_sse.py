@@ -181,9 +181,11 @@ async def test_pings_keep_a_quiet_stream_open_and_a_disconnect_ends_it(
     await api.gate.reached.wait()
     # run.started goes out with the group committer's next batch: wait for it, so the first
     # frame is that event and not a ping (on a loaded machine the commit can take > 50 ms).
+    committed = api.service.bus.subscribe(run["id"])
     async with asyncio.timeout(10):
         while not await api.service.events(run["id"]):
-            await asyncio.sleep(0.01)
+            await committed.wait(1.0)
+    api.service.bus.unsubscribe(run["id"], committed)
     streams = api.app.state.streams
 
     async with api.client.stream(
