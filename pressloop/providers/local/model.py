@@ -2,8 +2,9 @@
 
 Everything here is blocking and runs on the provider's single worker thread, never on the event
 loop. llama.cpp keeps the tokens it evaluated last; `create_chat_completion` evaluates only what
-follows the longest common prefix, so a system prompt that stays identical from turn to turn
-(the engine puts its stable part first) costs its prompt time once per process.
+follows the longest common prefix, so the stable prefix (the system prompt's stable part and
+the worked examples, identical from turn to turn and site to site) costs its prompt time once per
+process, and not even that when its saved state is restored (`prefix.py`).
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from pressloop.errors import ProviderError
 from pressloop.providers.local.gbnf import schema_to_gbnf
 from pressloop.providers.local.prefix import PrefixStore
 
-# llama.cpp's settings for 2 cores, measured with bench/local_model.py and docs/benchmarks.md
-# ("Local model"): the physical batch as large as the logical one, flash attention off.
+# llama.cpp's settings for 2 cores, measured with `bench/local_model.py --tuning` (docs/
+# benchmarks.md, "Local model"): the physical batch as large as the logical one (a larger or
+# smaller one read the prompt no faster), flash attention off (it read the prompt no faster and
+# generated slower; a q8_0 cache read it slower still).
 UBATCH_TOKENS = 512
 FLASH_ATTENTION = False
 

@@ -1,11 +1,13 @@
 """The system prompt's evaluated state, kept on disk so a restart skips its prompt time.
 
 Within a process llama.cpp reuses the tokens it evaluated last. Across restarts that is lost,
-and on 2 cores the WordPress catalog's system prompt (about 2,300 tokens) takes 20-30 s to
-read again. So the state of the model right after the system prompt (its KV cache for sequence
-0) is saved once, under a key made of the model file and the exact tokens, and restored on the
-next cold start: a changed prompt simply gets a new key. A file that cannot be restored is
-ignored and the prompt evaluated as usual.
+and on 2 cores the default catalog's stable prefix (the system prompt's stable part and the
+worked examples, about 2,500 tokens) takes 40-60 s to read again. So the state of the model
+right after that prefix (its KV cache for sequence 0) is saved once, under a key made of the
+model file and the exact tokens, and restored on the next cold start: a changed prompt simply
+gets a new key. `python -m pressloop.local_model prepare` saves it for the default catalog
+before the first start. A file that cannot be restored is deleted, the prompt evaluated as
+usual and its state saved again.
 """
 
 from __future__ import annotations
