@@ -87,13 +87,18 @@ class ServiceReads:
         deadline = asyncio.get_running_loop().time() + (timeout_s or self.settings.wait_timeout_s)
         subscription = self.bus.subscribe(run_id)
         try:
+            run = await self.run(run_id)
             while True:
-                run = await self.run(run_id)
                 left = deadline - asyncio.get_running_loop().time()
                 if run.status in RESTING or left <= 0:
                     return run
-                await subscription.wait(min(left, self.settings.event_poll_s * 5))
-                subscription.take()
+                if await subscription.wait(min(left, self.settings.event_poll_s * 5)):
+                    # A run comes to rest in the transaction that commits its run.finished:
+                    # other events change nothing a waiter looks at.
+                    taken = subscription.take()
+                    if not any(e.type is EventType.RUN_FINISHED for e in taken):
+                        continue
+                run = await self.run(run_id)
         finally:
             self.bus.unsubscribe(run_id, subscription)
 
