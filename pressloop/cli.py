@@ -122,7 +122,10 @@ async def _chat(message: str, thread_id: str | None) -> int:
         user = local_user()
         if thread_id is None:
             thread_id = (await service.create_thread(title=message[:80], created_by=user)).id
-        run_id = (await service.submit(thread_id, message, trigger=Trigger.CHAT, user=user)).run.id
+        submission = await service.submit(
+            thread_id, message, trigger=Trigger.CHAT, user=user, start_here=True
+        )
+        run_id = submission.run.id
         printer = EventPrinter(console)
 
         async def show_live() -> None:
@@ -131,7 +134,8 @@ async def _chat(message: str, thread_id: str | None) -> int:
 
         follower = asyncio.create_task(show_live())
         try:
-            await service.run_now(run_id)
+            if submission.started is not None:
+                await submission.started
         except asyncio.CancelledError:  # Ctrl-C: the run is handed back; cancel it for good
             await service.cancel(run_id)
             errors.print(f"[yellow]run {run_id} cancelled[/]")

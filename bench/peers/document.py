@@ -21,7 +21,8 @@ transport; Pressloop through the SDK's generic `post` with a plain JSON body, de
 on the SDK's aiohttp transport (`pressloop/providers/openai_chat.py` says why). Pressloop also
 offers the model its whole catalog (its default actions and the no-op), the peers only `noop`.
 
-- **Pressloop**: `Service.submit` + `Service.run_now` (the path of a chat `wait`), provider
+- **Pressloop**: `Service.submit(start_here=True)` (the run is claimed in the transaction that
+  creates it and run in the process: the path of a chat `wait` and of the CLI), provider
   `openai-compatible` (`PRESSLOOP_BASE_URL`), the no-op action from `bench/noop_pack.py`, the
   default settings (pool 20 + 10), budgets and cooldown off.
 - **LangGraph**: the ReAct-style graph of its documentation (`MessagesState`, an agent node,

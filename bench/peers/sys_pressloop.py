@@ -1,4 +1,5 @@
-"""Pressloop in-process: `Service.submit` + `Service.run_now`, the path chat `wait` takes, with the
+"""Pressloop in-process: `Service.submit(start_here=True)` (the run claimed in the transaction that
+creates it, then run in this process), the path a chat `wait` takes, with the
 `openai-compatible` provider pointed at the bench's model server (the same SDK client cost as
 every peer). Workload 3 does not use `stream` here: it goes through `pressloop serve`'s real HTTP
 path (see streaming.py)."""
@@ -65,8 +66,9 @@ class PressloopSystem:
 
     async def turn(self, thread: str, message: str) -> None:
         service = self._service()
-        submission = await service.submit(thread, message, user="bench")
-        run = await service.run_now(submission.run.id)
+        submission = await service.submit(thread, message, user="bench", start_here=True)
+        assert submission.started is not None
+        run = await submission.started
         self._check(run)
 
     def _check(self, run: object) -> None:
@@ -83,8 +85,7 @@ class PressloopSystem:
 
     async def stream(self, thread: str, message: str) -> AsyncIterator[str]:
         service = self._service()
-        submission = await service.submit(thread, message, user="bench")
-        service.start_run_soon(submission.run.id)
+        submission = await service.submit(thread, message, user="bench", start_here=True)
         async for event in service.follow(submission.run.id):
             if event.type is EventType.MESSAGE and "delta" in event.data:
                 yield str(event.data["delta"])

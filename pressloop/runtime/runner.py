@@ -114,18 +114,24 @@ class Runner:
     async def claim(self, run_id: str | None = None) -> Claim | None:
         try:
             async with self.database.write() as conn:
-                claim = await claim_store.claim_run(
-                    conn,
-                    owner=self.owner,
-                    ttl_s=self.settings.lease_ttl_s,
-                    now=self.now(),
-                    run_id=run_id,
-                    savepoint=False,
-                )
-                if claim is not None:
-                    await self._load_contexts(conn, [claim])
+                return await self.claim_in(conn, run_id, savepoint=False)
         except IntegrityError:  # another worker won the thread
             return None
+
+    async def claim_in(
+        self, conn: AsyncConnection, run_id: str | None, *, savepoint: bool = True
+    ) -> Claim | None:
+        """Claim in the caller's transaction (with a savepoint, a lost race leaves it usable)."""
+        claim = await claim_store.claim_run(
+            conn,
+            owner=self.owner,
+            ttl_s=self.settings.lease_ttl_s,
+            now=self.now(),
+            run_id=run_id,
+            savepoint=savepoint,
+        )
+        if claim is not None:
+            await self._load_contexts(conn, [claim])
         return claim
 
     async def _load_contexts(self, conn: AsyncConnection, claims: list[Claim]) -> None:

@@ -65,6 +65,8 @@ def default_owner() -> str:
 class Submission:
     run: RunRecord
     created: bool
+    # With `start_here`: the task running the new run in this process (its resting record).
+    started: asyncio.Task[RunRecord | None] | None = None
 
 
 class Service(ServiceReads):
@@ -223,8 +225,9 @@ class Service(ServiceReads):
     ) -> Submission:
         """Queue a run of `message` on the thread, following `multitask` if the thread is busy.
 
-        `start_here`: this process runs a new run at once (`start_run_soon`), instead of waking
-        the worker (both at once would race to claim it, and one claim would be wasted)."""
+        `start_here`: this process runs a new run at once, claimed in the transaction that
+        creates it (one transaction fewer a turn), instead of waking the worker (both at once
+        would race to claim it, and one claim would be wasted)."""
         if message is not None and len(message) > self.settings.max_message_chars:
             raise PayloadTooLarge(
                 f"the message has {len(message)} characters; the limit is "
@@ -273,13 +276,20 @@ class Service(ServiceReads):
                 max_attempts=self.settings.max_attempts,
                 idempotency_key=idempotency_key,
             )
+            claim = None
             if created:
                 await thread_store.touch_thread(conn, thread_id, now=now)
+                if start_here:
+                    claim = await self.runner.claim_in(conn, run.id)
+        started = None
         if created and start_here:
-            self.start_run_soon(run.id)
+            # Not claimed (the thread is busy): run_now tries again, else a worker takes it.
+            work = self.runner.run_claim(claim) if claim else self.run_now(run.id)
+            started = asyncio.create_task(work, name=f"run:{run.id}")
+            self._keep(started)
         elif created and self.worker is not None:
             self.worker.wake()
-        return Submission(run=run, created=created)
+        return Submission(run=run, created=created, started=started)
 
     async def spawn(
         self,
