@@ -108,6 +108,53 @@ messages and events). The turns measured at one size are history for the next.
 """
 
 
+CHANGES = """### What the first run's profiles showed, and what changed (2026-11-30)
+
+The first run (same machine, load average about 5) missed three goals: overhead per round on
+PostgreSQL 14.1 ms against Pydantic AI's 8.66 (1.63x); 1,000 concurrent 1 s turns 11.70x the
+ideal with 868 of 1,000 turns done (132 waited 30 s for a pooled database connection); first
+frame p99 8.9 s (SQLite) and 14.0 s (PostgreSQL) under 200 streams. The profiles and what was
+done about each:
+
+- **The model client was a third to half of Pressloop's time.** The `openai` SDK's typed
+  `chat.completions.create` walks the whole request through its type-directed transform (with
+  Pressloop's catalog of ~30 actions and their schemas, ~5 ms of CPU a call), builds a typed
+  object per stream chunk, which the adapter then dumped back to JSON to validate. The adapters
+  now call the SDK's generic `post` with a plain JSON body and `cast_to=object` (the SDK still
+  does the transport, SSE decoding, error events and classes): 1.4 ms a call.
+- **The SDK's default transport costs more per call the more calls are in flight**: httpcore's
+  pool walks every connection for each request (2.5 ms a streamed call at 100 in flight, 6-7 ms
+  at 1,000), and it kept only 100 connections alive. The adapters use the SDKs' own aiohttp
+  transport (their `aiohttp` extra), every connection kept alive: 1.3-1.4 ms at any N.
+- **Streams read the database on every wake-up**: each committed batch woke each stream, which
+  read the run and its new events (2-3 read transactions), and every stream polled every 0.2 s.
+  Now the committer publishes what it commits on the in-process bus and a stream takes it from
+  there; the database is read to catch up, after a gap, or on a slower poll (a run this process
+  is running). Text deltas that wait for the same commit become one event.
+- **Every chat turn over HTTP was claimed twice**: `POST .../runs` both woke the in-process
+  worker and started the run itself; one claim lost. Now the run is claimed in the transaction
+  that creates it (`submit(start_here=True)`), one transaction fewer a turn.
+- `Service.wait` read the run after each batch of its events; now only when `run.finished` is
+  committed. An OpenAI-compatible provider no longer imports the anthropic SDK. The pool wait
+  (`PRESSLOOP_DB_POOL_TIMEOUT`) and the model connections (`PRESSLOOP_PROVIDER_MAX_CONNECTIONS`)
+  are settings. Every process compiled every module it imported (this machine sets
+  PYTHONDONTWRITEBYTECODE): installs now compile bytecode once.
+
+What limits the two goals still missed here, if they are (see Goals):
+
+- **1,000 concurrent turns in one process**: 4,000 model calls through the SDK cost at least
+  1.3 ms of CPU each on this machine (the bare client on the aiohttp transport, no runtime at
+  all): 5.2 s of one core, which is the whole 1.3x budget (5.2 s) before anything is stored. The
+  bare client rows are that floor; Pressloop's row is compared with it. A second process (or
+  machine) is the way past one core: `pressloop worker` processes share the queue.
+- **First frame at p99 under 200 streams**: the 200 turns start together and every round's model
+  answers come back together, so a stream's first token waits behind the other streams' work
+  of that round, on one core (the server's CPU per turn is a few tens of ms). The first frame is
+  also committed before it is sent (a client that reconnects resumes exactly after it); with
+  few streams the whole path takes a few milliseconds.
+"""
+
+
 PROFILES = """### Where Pressloop's time goes, where it falls short (pyinstrument)
 
 Each missed goal is run again with Pressloop under pyinstrument (sampling every 1 ms, wall
@@ -182,6 +229,7 @@ def _body(results: dict[str, Any], verdicts: list[report.Verdict]) -> str:
     if "growth" in results:
         lines += [GROWTH, report.growth_section(results["growth"], verdicts), ""]
     lines += ["### Goals", "", *(f"- {v.line()}" for v in verdicts), ""]
+    lines += [CHANGES]
     if results.get("profiles"):
         lines += [PROFILES, *(f"{text}\n" for text in results["profiles"].values())]
     return "\n".join(lines)
