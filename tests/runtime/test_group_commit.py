@@ -20,74 +20,17 @@ from pressloop.runtime.commits import Operation
 from pressloop.runtime.service import Service
 from pressloop.runtime.session import RunSession
 from pressloop.store import claims as claim_store
-from pressloop.store.records import Claim
 from pressloop.store.schema import runs
 from tests.conftest import FakeClock
 from tests.runtime.conftest import ServiceFactory
-
-
-async def _claimed(service: Service, count: int) -> list[Claim]:
-    claims = []
-    for i in range(count):
-        thread = await service.create_thread(title=f"t{i}")
-        run = (await service.submit(thread.id, f"hello {i}")).run
-        claim = await service.runner.claim(run.id)
-        assert claim is not None
-        claims.append(claim)
-    return claims
-
-
-def _session(service: Service, claim: Claim) -> RunSession:
-    return RunSession(
-        database=service.database,
-        claim=claim,
-        committer=service.runner.committer,
-        now=service.now,
-        last_seq=claim.last_seq,
-    )
-
-
-class Commits:
-    """Counts the transactions that committed (SQLAlchemy's own event, nothing replaced)."""
-
-    def __init__(self, service: Service) -> None:
-        self.engine = service.database.engine.sync_engine
-        self.count = 0
-
-    def __enter__(self) -> Commits:
-        event.listen(self.engine, "commit", self._commit)
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        event.remove(self.engine, "commit", self._commit)
-
-    def _commit(self, _conn: Any) -> None:
-        self.count += 1
-
-
-class Transactions:
-    """Counts the transactions begun (SQLAlchemy's own event, nothing replaced)."""
-
-    def __init__(self, service: Service) -> None:
-        self.engine = service.database.engine.sync_engine
-        self.count = 0
-
-    def __enter__(self) -> Transactions:
-        event.listen(self.engine, "begin", self._begin)
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        event.remove(self.engine, "begin", self._begin)
-
-    def _begin(self, _conn: Any) -> None:
-        self.count += 1
+from tests.runtime.sessions import EngineEvents, claimed, session_of
 
 
 async def test_runs_are_written_in_one_transaction_and_fenced_each(
     make_service: ServiceFactory,
 ) -> None:
     service: Service = await make_service([])
-    claims = await _claimed(service, 3)
+    claims = await claimed(service, 3)
     # Another worker took the second run meanwhile (its token moved on).
     async with service.database.write() as conn:
         await conn.execute(
@@ -95,13 +38,13 @@ async def test_runs_are_written_in_one_transaction_and_fenced_each(
             .where(runs.c.id == claims[1].run.id)
             .values(lease_token=runs.c.lease_token + 1)
         )
-    sessions = [_session(service, claim) for claim in claims]
+    sessions = [session_of(service, claim) for claim in claims]
 
     async def say_hi(session: RunSession) -> None:
         await session.emit(EventType.MESSAGE, {"text": "hi"})
         await session.renew()
 
-    with Commits(service) as commits:
+    with EngineEvents(service, "commit") as commits:
         outcomes = await asyncio.gather(*map(say_hi, sessions), return_exceptions=True)
     assert commits.count == 1
     assert outcomes[0] is None and outcomes[2] is None
@@ -117,8 +60,8 @@ async def test_runs_are_written_in_one_transaction_and_fenced_each(
 
 async def test_a_failing_write_fails_only_its_run(make_service: ServiceFactory) -> None:
     service: Service = await make_service([])
-    claims = await _claimed(service, 3)
-    sessions = [_session(service, claim) for claim in claims]
+    claims = await claimed(service, 3)
+    sessions = [session_of(service, claim) for claim in claims]
 
     async def broken(_conn: AsyncConnection) -> None:
         raise ValueError("this write is broken")
@@ -143,8 +86,8 @@ async def test_a_lost_connection_fails_the_batch_at_once(make_service: ServiceFa
     # A connection-level failure is not one run's fault: retrying run by run would only fail
     # (or wait for a timeout) once per run, so the whole batch fails together.
     service: Service = await make_service([])
-    claims = await _claimed(service, 3)
-    sessions = [_session(service, claim) for claim in claims]
+    claims = await claimed(service, 3)
+    sessions = [session_of(service, claim) for claim in claims]
 
     async def cut(_conn: AsyncConnection) -> None:
         raise ConnectionResetError("the server closed the connection")
@@ -156,7 +99,7 @@ async def test_a_lost_connection_fails_the_batch_at_once(make_service: ServiceFa
         await session.emit(EventType.MESSAGE, {"text": "hi"})
         return await session.write(operation)
 
-    with Transactions(service) as transactions:
+    with EngineEvents(service, "begin") as transactions:
         outcomes = await asyncio.gather(
             *(say_hi_and_write(s, cut if i == 1 else nothing) for i, s in enumerate(sessions)),
             return_exceptions=True,
@@ -170,8 +113,8 @@ async def test_a_cancel_reaches_each_run_of_a_batch(
     make_service: ServiceFactory,
 ) -> None:
     service: Service = await make_service([])
-    claims = await _claimed(service, 2)
-    sessions = [_session(service, claim) for claim in claims]
+    claims = await claimed(service, 2)
+    sessions = [session_of(service, claim) for claim in claims]
     async with service.database.write() as conn:
         await conn.execute(
             sa.update(runs).where(runs.c.id == claims[0].run.id).values(cancel_requested=True)

@@ -6,45 +6,19 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from sqlalchemy import event
-
 from pressloop.contracts import Event, EventType
 from pressloop.runtime.service import Service
 from pressloop.runtime.session import RunSession
 from tests.runtime.conftest import ServiceFactory
+from tests.runtime.sessions import EngineEvents, claimed, session_of
 
 
 async def _session(service: Service) -> RunSession:
-    thread = await service.create_thread(title="live")
-    run = (await service.submit(thread.id, "hello")).run
-    claim = await service.runner.claim(run.id)
-    assert claim is not None
-    return RunSession(
-        database=service.database,
-        claim=claim,
-        committer=service.runner.committer,
-        now=service.now,
-        last_seq=claim.last_seq,
-    )
+    return session_of(service, (await claimed(service, 1))[0])
 
 
-class EventReads:
-    """Counts the statements that read the run_events table (SQLAlchemy's own event)."""
-
-    def __init__(self, service: Service) -> None:
-        self.engine = service.database.engine.sync_engine
-        self.count = 0
-
-    def __enter__(self) -> EventReads:
-        event.listen(self.engine, "before_cursor_execute", self._statement)
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        event.remove(self.engine, "before_cursor_execute", self._statement)
-
-    def _statement(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        if statement.lstrip().upper().startswith("SELECT") and "FROM run_events" in statement:
-            self.count += 1
+def _reads_events(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> bool:
+    return statement.lstrip().upper().startswith("SELECT") and "FROM run_events" in statement
 
 
 async def test_deltas_waiting_for_the_same_commit_become_one_event(
@@ -83,7 +57,7 @@ async def test_a_stream_takes_what_this_process_commits_from_the_bus(
         async for item in service.follow(session.run_id):
             received.append(item)
 
-    with EventReads(service) as reads:
+    with EngineEvents(service, "before_cursor_execute", _reads_events) as reads:
         follower = asyncio.create_task(follow())
         await asyncio.sleep(0.05)  # it has caught up (nothing yet) and waits
         reads_before = reads.count
