@@ -3,13 +3,13 @@ service. Errors are shown as one red line, never as a traceback."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import getpass
 from collections.abc import AsyncIterator, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
+import uvloop
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
@@ -22,6 +22,8 @@ from pressloop.errors import (
     NotFound,
     PressloopError,
 )
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:  # the runtime (SQLAlchemy, Alembic) is imported when a command needs it
     from pressloop.runtime.service import Service
@@ -49,10 +51,16 @@ def load_settings() -> Settings:
         raise ConfigurationError(f"the configuration is invalid: {problems}") from None
 
 
+def run_loop(main: Coroutine[Any, Any, T]) -> T:
+    """Run `main` on uvloop (libuv's event loop): every socket read and write, the model calls',
+    the database's and the API's, costs less CPU than on asyncio's own loop."""
+    return uvloop.run(main)
+
+
 def run_command(command: Coroutine[Any, Any, int]) -> None:
     """Run one command; Pressloop's errors are shown as a red line, never as a traceback."""
     try:
-        code = asyncio.run(command)
+        code = run_loop(command)
     except KeyboardInterrupt:
         errors.print("[yellow]interrupted[/]")
         raise typer.Exit(130) from None

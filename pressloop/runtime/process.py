@@ -11,6 +11,8 @@ import gc
 import logging
 import signal
 
+import uvloop
+
 from pressloop.config import Settings
 from pressloop.runtime.service import Service
 
@@ -62,7 +64,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scheduler", action="store_true", help="also run the scheduler")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    asyncio.run(run_worker(Settings(), concurrency=args.concurrency, scheduler=args.scheduler))
+    # uvloop: the same event loop `pressloop serve` and the CLI run on (cli_common.run_loop).
+    uvloop.run(run_worker(Settings(), concurrency=args.concurrency, scheduler=args.scheduler))
 
 
 if __name__ == "__main__":
