@@ -89,7 +89,8 @@ every 10 ms. Pressloop: the real `pressloop serve` (API, in-process worker and s
 `POST /v1/threads/{id}/runs` with `mode: stream`, its default actions plus the no-op pack
 (`PRESSLOOP_ACTION_PACKS=bench.noop_pack`). None of the peers has an HTTP serving path in
 the packages compared (LangGraph's server is the separate LangGraph Platform), so each is put
-behind the same minimal FastAPI + sse-starlette endpoint (`bench/peers/sse_app.py`, uvicorn),
+behind the same minimal FastAPI + sse-starlette endpoint (`bench/peers/sse_app.py`, uvicorn on
+uvloop with httptools, as `pressloop serve` runs),
 which sends each text delta the moment the system yields it and stores nothing on the way.
 Pressloop commits every event before its frame leaves, so a client can reconnect and resume;
 that commit is on this path. The first token carries the model server's CLOCK_MONOTONIC time

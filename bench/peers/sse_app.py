@@ -2,7 +2,8 @@
 
 None of the three peers serves HTTP from the packages compared (LangGraph's server is the
 separate LangGraph Platform / `langgraph-api`; the Agents SDK and Pydantic AI are libraries), so
-each is put behind this same FastAPI app, served by uvicorn like `pressloop serve`, with SSE from
+each is put behind this same FastAPI app, served by uvicorn like `pressloop serve` (httptools,
+uvloop), with SSE from
 sse-starlette like Pressloop's API:
 
     POST /threads                      -> {"id": ...}
@@ -17,12 +18,12 @@ stores every event before its frame, so a client can resume a stream; these cann
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import uvicorn
+import uvloop
 from fastapi import FastAPI
 from pydantic import BaseModel
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -79,7 +80,8 @@ def main() -> None:
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=options.port, log_level="warning")
     )
-    asyncio.run(server.serve())
+    # On uvloop with uvicorn's httptools parser, as `pressloop serve` runs.
+    uvloop.run(server.serve())
 
 
 if __name__ == "__main__":
