@@ -117,22 +117,14 @@ def _real_provider(name: str, settings: Settings) -> Provider:
             )
         # Local servers usually need no key; the SDK insists on a non-empty one.
         key = settings.openai_api_key or "not-needed"
-        return OpenAIChatProvider(
-            api_key=key,
-            model=model,
-            base_url=base_url,
-            timeout_s=timeout_s,
-            name=name,
-            max_connections=settings.provider_max_connections,
-        )
-    key = _required_key(name, settings)
-    headers = _OPENROUTER_HEADERS if name == "openrouter" else None
+    else:
+        key = _required_key(name, settings)
     return OpenAIChatProvider(
         api_key=key,
         model=model,
         base_url=base_url,
         timeout_s=timeout_s,
         name=name,
-        extra_headers=headers,
+        extra_headers=_OPENROUTER_HEADERS if name == "openrouter" else None,
         max_connections=settings.provider_max_connections,
     )
