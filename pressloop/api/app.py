@@ -65,6 +65,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        service.start_listener()  # streams of runs other processes run (PostgreSQL)
         worker = service.start_worker() if run_worker else None
         scheduler = service.start_scheduler() if run_scheduler else None
         try:

@@ -28,6 +28,7 @@ from pressloop.runtime.clock import Now
 from pressloop.store import events as event_store
 from pressloop.store import run_writes
 from pressloop.store.db import Database
+from pressloop.store.notify import notify_runs
 from pressloop.store.run_writes import RunWrite
 
 log = logging.getLogger(__name__)
@@ -133,6 +134,8 @@ class Committer:
             )
             mine = [p for p in batch if p.write.run_id in held]
             await event_store.append_events(conn, [e for p in mine for e in p.write.events])
+            # Readers in other processes (PostgreSQL): delivered at the commit.
+            await notify_runs(conn, [p.write.run_id for p in mine if p.write.events])
             for pending in mine:
                 for operation, future in pending.operations:
                     results[id(future)] = await operation(conn)

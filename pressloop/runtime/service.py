@@ -52,6 +52,7 @@ from pressloop.store import threads as thread_store
 from pressloop.store import tokens as token_store
 from pressloop.store.approvals import ApprovalRecord
 from pressloop.store.db import Database
+from pressloop.store.notify import Listener
 from pressloop.store.records import RunRecord, ThreadRecord, TokenRecord
 
 log = logging.getLogger(__name__)
@@ -150,6 +151,21 @@ class Service(ServiceReads):
         )
         self._keep(asyncio.create_task(self.worker.run_forever(), name="worker"))
         return self.worker
+
+    def start_listener(self) -> Listener | None:
+        """Wake this process's readers of runs other processes run (PostgreSQL's NOTIFY; SQLite
+        readers poll). What `pressloop serve` does."""
+        if self.database.is_sqlite:
+            return None
+
+        def wake(run_id: str) -> None:
+            # A run running here publishes its events on the bus already.
+            if run_id not in self.runner.sessions:
+                self.bus.notify(run_id)
+
+        listener = Listener(self.settings.resolved_database_url(), wake)
+        self._keep(asyncio.create_task(listener.run_forever(), name="event-listener"))
+        return listener
 
     def start_scheduler(self) -> Scheduler:
         """Run the heartbeat scheduler inside this process (what `pressloop serve` does)."""
