@@ -35,6 +35,8 @@ RESTING = FINAL_RUN_STATUSES | {RunStatus.WAITING_APPROVAL}
 
 # A reader of a run running in this process reads the database this many times less often.
 LOCAL_POLL_FACTOR = 25
+# A stream reads stored events this many at a time.
+EVENT_PAGE = 1000
 
 
 class ServiceReads:
@@ -129,6 +131,8 @@ class ServiceReads:
                     yield event
                 if batch and batch[-1].type is EventType.RUN_FINISHED:
                     return
+                if read_database and len(batch) >= EVENT_PAGE:
+                    continue  # more is stored than one page: read on before waiting
                 if read_database and not batch:
                     run = await self.run(run_id)
                     if run.status in RESTING and not await self._stored_events(run_id, after=seen):
@@ -150,7 +154,7 @@ class ServiceReads:
 
     async def _stored_events(self, run_id: str, *, after: int) -> list[Event]:
         async with self.database.read() as conn:
-            return await event_store.list_events(conn, run_id, after_seq=after, limit=1000)
+            return await event_store.list_events(conn, run_id, after_seq=after, limit=EVENT_PAGE)
 
     async def authenticate(self, token: str) -> TokenRecord | None:
         """The live (not revoked) token record for this plaintext token, if any."""

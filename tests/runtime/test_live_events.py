@@ -8,6 +8,7 @@ from typing import Any
 
 from pressloop.contracts import Event, EventType
 from pressloop.runtime.service import Service
+from pressloop.runtime.service_reads import EVENT_PAGE
 from pressloop.runtime.session import RunSession
 from tests.runtime.conftest import ServiceFactory
 from tests.runtime.sessions import EngineEvents, claimed, session_of
@@ -102,3 +103,24 @@ async def test_a_gap_in_what_the_bus_hands_over_is_read_from_the_database(
     async with asyncio.timeout(5):
         await follower
     assert [e.seq for e in received] == [1, 2, 3, 4]
+
+
+async def test_a_reader_catching_up_reads_every_page_without_waiting(
+    make_service: ServiceFactory,
+) -> None:
+    service: Service = await make_service([], event_poll_s=30.0)
+    session = await _session(service)
+    total = EVENT_PAGE * 2 + 5
+    for n in range(total):
+        await session.emit(EventType.ACTION, {"n": n})
+    await session.emit(EventType.RUN_FINISHED, {"status": "succeeded"})
+    await session.renew()
+    received: list[Event] = []
+
+    async def follow() -> None:
+        async for item in service.follow(session.run_id):
+            received.append(item)
+
+    # Three pages are stored; a wait between them would be a 30 s poll.
+    await asyncio.wait_for(follow(), 10)
+    assert [e.seq for e in received] == list(range(1, total + 2))
