@@ -24,10 +24,18 @@ $(VENV)/.synced: $(UV) pyproject.toml uv.lock
 	$(VENV)/bin/python -m compileall -q pressloop
 	touch $@
 
-# The local model's runtime (llama-cpp-python) compiles from source the first time (4-6 min; uv
-# keeps the built wheel in its cache, so later fresh clones take seconds).
+# The local model's runtime (llama-cpp-python) compiles from source the first time: portably,
+# with GGML_NATIVE=OFF and every CPU variant of its backend side by side (the build flags are in
+# pyproject.toml, [tool.uv.extra-build-variables], and in the key of uv's cache: a wheel built
+# with other flags is never reused). About 15 minutes on 2 cores, once; later fresh clones take
+# the cached wheel, which runs on any CPU.
+# A llama-cpp-python installed before the portable build (one library, for one CPU) is rebuilt.
+PORTABLE_LLAMA := find $(VENV) -name 'libggml-cpu-*.so' | grep -q .
+# The compilers for it (clang 19 on arm64, installed if missing; the default gcc on x86-64).
+LLAMA_ENV = $$(bash scripts/ensure-llama-toolchain.sh)
 $(VENV)/.synced-local: $(VENV)/.synced
-	CMAKE_ARGS="-DLLAVA_BUILD=OFF" $(UV) sync --frozen --inexact --group dev --group local
+	env $(LLAMA_ENV) $(UV) sync --frozen --inexact --group dev --group local
+	$(PORTABLE_LLAMA) || env $(LLAMA_ENV) $(UV) sync --frozen --inexact --group dev --group local --reinstall-package llama-cpp-python
 	touch $@
 
 ## setup: create the virtual environment and install the locked dependencies
@@ -46,9 +54,9 @@ run: setup
 	$(VENV)/bin/pressloop db upgrade
 	@if $(VENV)/bin/python -m pressloop.local_model needed; then \
 	  echo "No provider key configured: using the offline local model (set OPENAI_API_KEY, ANTHROPIC_API_KEY, ... to use yours)."; \
-	  if ! $(VENV)/bin/python -c "import llama_cpp" 2>/dev/null; then \
-	    echo "Building llama.cpp (the 'local' dependency group): 4-6 minutes, once."; \
-	    CMAKE_ARGS="-DLLAVA_BUILD=OFF" $(UV) sync --frozen --inexact --group local || exit 1; \
+	  if ! $(VENV)/bin/python -c "import llama_cpp" 2>/dev/null || ! $(PORTABLE_LLAMA); then \
+	    echo "Building llama.cpp (the 'local' dependency group, every CPU variant): about 15 minutes on 2 cores, once."; \
+	    env $(LLAMA_ENV) $(UV) sync --frozen --inexact --group local --reinstall-package llama-cpp-python || exit 1; \
 	  fi; \
 	  $(VENV)/bin/python -m pressloop.local_model prepare || exit 1; \
 	  echo "Chat in a browser: http://127.0.0.1:$${PRESSLOOP_PORT:-8780}/ui (admin token in $${PRESSLOOP_DATA_DIR:-data}/admin-token),"; \

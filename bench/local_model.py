@@ -1,7 +1,8 @@
 """The local model's speed on this machine: load time, time to the first decision after a start
 (with the system prompt's state saved by `python -m pressloop.local_model prepare`, and with no
 saved state at all), decisions per minute, tokens per second and peak memory, with and without
-prefix-cache reuse.
+prefix-cache reuse; and llama.cpp's CPU backends compared (`local_backends.py`): the variant the
+package picks, the fixed AVX2 baseline and a native build.
 
 Each decision is one real request as the service sends it for the JSON decision protocol: the
 catalog `pressloop serve` uses by default (built-in actions and the WordPress pack) and the
@@ -32,6 +33,7 @@ from typing import Any
 import llama_cpp
 from common import table, write_section
 from llama_cpp.llama_grammar import LlamaGrammar
+from local_backends import compare, cpu_flags_line
 
 from pressloop.actions.registry import Registry
 from pressloop.config import Settings
@@ -44,8 +46,8 @@ from pressloop.local_model.prompt_state import ensure_prompt_state
 from pressloop.local_model.state import llama_runtime
 from pressloop.providers.base import ModelRequest
 from pressloop.providers.local.gbnf import schema_to_gbnf
+from pressloop.providers.local.messages import stable_count, to_messages
 from pressloop.providers.local.model import Generation, LocalModel, ModelOptions
-from pressloop.providers.local.provider import stable_count, to_messages
 from pressloop.providers.local.schema import grammar_schema
 from pressloop.runtime.wiring import default_actions
 
@@ -246,6 +248,15 @@ def run(options: argparse.Namespace) -> str:
         tuned = tuning_rows(model, settings, options.max_tokens) if options.tuning else []
         model.close()
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    compared: list[str] = []
+    if options.backend_rounds > 0:
+        found = compare(
+            model=path,
+            rounds=options.backend_rounds,
+            decisions=options.backend_decisions,
+            max_tokens=options.max_tokens,
+        )
+        compared = found.text(options.backend_rounds, options.backend_decisions)
     prompt_rate = state.tokens / max(state.seconds, 1e-9)
     later = median(g.seconds for g in reused)
     verdict = (
@@ -319,6 +330,7 @@ def run(options: argparse.Namespace) -> str:
             f"Goals: first decision within {GOAL_FIRST_S:g} s of start, later decisions within "
             f"{GOAL_LATER_S:g} s: {verdict}.",
             "",
+            *compared,
             *tuning_text(tuned),
         ]
     )
@@ -354,6 +366,7 @@ def facts(load: tuple[float, float, float], path: Path, threads: int) -> list[st
     return [
         f"code: {commit or 'unknown'} (at the start of the run)",
         f"CPU: {cpu}, nproc {len(os.sched_getaffinity(0))}, llama.cpp threads {threads}",
+        cpu_flags_line(),
         f"Python {platform.python_version()}, {llama_runtime()}",
         f"model: {path.name} ({path.stat().st_size / 1e9:.2f} GB)",
         "load average before the run (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in load),
@@ -374,6 +387,15 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--max-tokens", type=int, default=Settings().local_max_tokens)
     parser.add_argument(
         "--tuning", action="store_true", help="also try other llama.cpp settings (a minute each)"
+    )
+    parser.add_argument(
+        "--backend-rounds",
+        type=int,
+        default=2,
+        help="interleaved rounds comparing llama.cpp's CPU backends (0: none)",
+    )
+    parser.add_argument(
+        "--backend-decisions", type=int, default=6, help="timed decisions per round and backend"
     )
     parser.add_argument("--write", type=Path, help="replace this section of a Markdown file")
     return parser.parse_args(argv)

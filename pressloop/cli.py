@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -32,6 +31,7 @@ from pressloop.cli_render import (
     threads_table,
 )
 from pressloop.cli_schedules import schedules_app
+from pressloop.cli_tokens import token_app
 from pressloop.contracts import RunStatus, Trigger
 
 if TYPE_CHECKING:  # the runtime (SQLAlchemy, Alembic) is imported when a command needs it
@@ -44,7 +44,6 @@ app = typer.Typer(
 )
 threads_app = typer.Typer(no_args_is_help=True, help="List and show threads.")
 runs_app = typer.Typer(no_args_is_help=True, help="List, inspect and control runs.")
-token_app = typer.Typer(no_args_is_help=True, help="API tokens.")
 db_app = typer.Typer(no_args_is_help=True, help="The database.")
 app.add_typer(threads_app, name="threads")
 app.add_typer(runs_app, name="runs")
@@ -55,12 +54,6 @@ app.add_typer(approvals_app, name="approvals")
 
 
 FAILED = {RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.CANCELLED, RunStatus.DEAD}
-
-
-class TokenRole(StrEnum):
-    ADMIN = "admin"
-    OPERATOR = "operator"
-    VIEWER = "viewer"
 
 
 def main() -> None:
@@ -263,26 +256,7 @@ async def _control(run_id: str, verb: str) -> int:
     return 0
 
 
-# tokens, database, doctor ----------------------------------------------------------------------
-
-
-@token_app.command("create")
-def token_create(
-    role: Annotated[TokenRole, typer.Option(help="What the token may do.")],
-    name: Annotated[str | None, typer.Option(help="Who uses it (recorded on runs).")] = None,
-) -> None:
-    """Create an API token and print it (only this once) on standard output."""
-
-    async def create() -> int:
-        async with opened() as service:
-            record, token = await service.create_token(
-                name=name or f"{role.value}-token", role=role.value
-            )
-        errors.print(f"created {record.role} token {record.name!r} ({record.id})")
-        print(token)
-        return 0
-
-    run_command(create())
+# database, doctor (tokens: cli_tokens.py) -------------------------------------------------------
 
 
 @db_app.command("upgrade")

@@ -9,11 +9,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from pressloop.actions.guard import taint_note
 from pressloop.cli_common import console, local_user, opened, run_command
 from pressloop.cli_render import compact, when
+from pressloop.contracts import UntrustedSource
 from pressloop.store.approvals import ApprovalRecord
 
-approvals_app = typer.Typer(no_args_is_help=True, help="Approvals of destructive steps.")
+approvals_app = typer.Typer(
+    no_args_is_help=True, help="Approvals of destructive and sensitive steps."
+)
 
 
 def approvals_table(approvals: list[ApprovalRecord]) -> Table:
@@ -54,6 +58,12 @@ def approvals_show(approval_id: str) -> None:
             approval = await service.approvals.get(approval_id)
         console.print(approvals_table([approval]))
         console.print(f"[bold]reason[/] {escape(approval.reason)}", soft_wrap=True)
+        if approval.untrusted:
+            sources = [UntrustedSource.model_validate(s) for s in approval.untrusted]
+            console.print(
+                f"[bold]untrusted content in front of the agent[/] {escape(taint_note(sources))}",
+                soft_wrap=True,
+            )
         console.print_json(json.dumps(approval.preview, default=str))
         return 0
 

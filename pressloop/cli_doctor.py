@@ -152,8 +152,8 @@ async def _local_model(settings: Settings) -> Check:
             {True: "hash ok", False: "HASH MISMATCH", None: "hash not checked"}[state.hash_ok]
         )
     if state.ready:
-        seconds, saved = await _load_and_prompt_state(settings)
-        parts += [f"loads in {seconds:.1f} s", saved.detail]
+        seconds, backend, saved = await _load_and_prompt_state(settings)
+        parts += [f"loads in {seconds:.1f} s", backend, saved.detail]
         outcome: Outcome = "warn" if saved.missing and in_use else "ok"
         return Check(name="local model", outcome=outcome, detail=", ".join(parts), hint=saved.hint)
     hint = state.problem or (
@@ -172,30 +172,66 @@ class SavedState:
     hint: str = ""
 
 
-async def _load_and_prompt_state(settings: Settings) -> tuple[float, SavedState]:
-    """How long the model loads, and whether the system prompt's saved state for the current
-    catalog is there (without it the first answer after a start reads the whole prompt)."""
-    from pressloop.local_model.prompt_state import prompt_state
+async def _load_and_prompt_state(settings: Settings) -> tuple[float, str, SavedState]:
+    """How long the model loads (in its own process, as the service runs it), which CPU
+    variant of llama.cpp that process chose, and whether the system prompt's saved state for
+    the current catalog is there and was written for this machine (without it the first
+    answer after a start reads the whole prompt)."""
     from pressloop.providers.local import build_local_provider
 
     provider = build_local_provider(settings)
     try:
         seconds = await provider.load()
-        found = await asyncio.to_thread(prompt_state, provider.local_model, settings)
+        info = await provider.info()
+        found = await provider.prompt_state(settings.action_packs)
     finally:
         await provider.aclose()
-        provider.local_model.close()
-    if found.path is None:
-        return seconds, SavedState(detail="saved prompt state off (PRESSLOOP_LOCAL_KEEP_PREFIX)")
-    if found.present:
-        return seconds, SavedState(
-            detail=f"saved prompt state for the current catalog ({found.tokens:,} tokens)"
+    backend = info.get("backend") or {}
+    offered = backend.get("offered") or {}
+    runnable = sum(1 for score in offered.values() if score)
+    variant = (
+        f"llama.cpp CPU variant {backend.get('variant')} (best of {runnable} this CPU runs, "
+        f"{len(offered)} built)"
+        if offered
+        else "llama.cpp CPU backend built in (no variants)"
+    )
+    tokens = int(found.get("tokens") or 0)
+    if found.get("path") is None:
+        return (
+            seconds,
+            variant,
+            SavedState(detail="saved prompt state off (PRESSLOOP_LOCAL_KEEP_PREFIX)"),
         )
-    return seconds, SavedState(
-        detail="no saved prompt state for the current catalog",
-        missing=True,
-        hint=f"the first answer after a start reads the {found.tokens:,}-token system prompt "
-        "first (tens of seconds on 2 cores); `python -m pressloop.local_model prepare` saves it",
+    if found.get("present"):
+        return (
+            seconds,
+            variant,
+            SavedState(
+                detail=f"saved prompt state for the current catalog ({tokens:,} tokens), "
+                f"matches this machine (llama-cpp-python {backend.get('llama_cpp_version')}, "
+                f"{backend.get('variant')})"
+            ),
+        )
+    prepare_hint = (
+        f"the first answer after a start reads the {tokens:,}-token system prompt first (tens "
+        "of seconds on 2 cores); `python -m pressloop.local_model prepare` saves it"
+    )
+    if found.get("stale"):
+        return (
+            seconds,
+            variant,
+            SavedState(
+                detail=f"saved prompt state does not match this machine: {found['stale']}",
+                missing=True,
+                hint=f"it will not be loaded; {prepare_hint} again",
+            ),
+        )
+    return (
+        seconds,
+        variant,
+        SavedState(
+            detail="no saved prompt state for the current catalog", missing=True, hint=prepare_hint
+        ),
     )
 
 

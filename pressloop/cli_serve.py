@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import uvicorn
 from rich.console import Console
+from rich.markup import escape
 
 from pressloop.api import create_app
 from pressloop.config import Settings
 from pressloop.errors import PressloopError
+from pressloop.private_files import private_dir, write_private
 from pressloop.runtime.service import Service
 
 if TYPE_CHECKING:
@@ -38,17 +39,18 @@ class Server(uvicorn.Server):
 
 
 async def first_admin_token(service: Service, settings: Settings, console: Console) -> None:
-    """On the first start (no API token at all), make an admin token and show it once."""
+    """On the first start (no API token at all), make an admin token and write it only to
+    DATA_DIR/admin-token (mode 0600): never to the terminal or the log, which only say where."""
     if await service.list_tokens():
         return
     _record, token = await service.create_token(name="admin", role="admin")
-    path = settings.data_dir / "admin-token"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as file:
-        file.write(token + "\n")
-    path.chmod(0o600)
-    console.print(f"Admin token: [bold]{token}[/] (saved to {path})", soft_wrap=True)
+    path = (settings.data_dir / "admin-token").resolve()
+    write_private(path, token + "\n")
+    console.print(
+        f"First start: an admin API token was made and saved to [bold]{escape(str(path))}[/] "
+        "(mode 0600; sign in to the admin UI with it)",
+        soft_wrap=True,
+    )
 
 
 async def local_wordpress(
@@ -91,6 +93,7 @@ async def serve_api(
     host = host or settings.host
     port = settings.port if port is None else port
     site = None
+    private_dir(settings.data_dir)  # before anything is kept in it: the database, the site
     if wordpress:
         settings, site = await local_wordpress(console, settings)
     service = await Service.open(settings)
@@ -100,7 +103,9 @@ async def serve_api(
         server = Server(uvicorn.Config(app, host=host, port=port, log_level="info"))
         address = f"http://{host}:{port}"
         console.print(f"Pressloop API on [bold]{address}[/] (docs at /docs)")
-        console.print(f"Admin UI: [bold]{address}/ui[/] (sign in with an API token)")
+        first = (settings.data_dir / "admin-token").resolve()
+        where = f"; the first admin token is in {escape(str(first))}" if first.exists() else ""
+        console.print(f"Admin UI: [bold]{address}/ui[/] (sign in with an API token{where})")
         await server.serve()
     finally:
         await service.close()

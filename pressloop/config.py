@@ -93,7 +93,6 @@ class Settings(BaseSettings):
     action_packs: str = Field(default="", validation_alias=_env("PRESSLOOP_ACTION_PACKS"))
 
     disable_agent: bool = Field(default=False, validation_alias=_env("PRESSLOOP_DISABLE_AGENT"))
-    secret_key: str | None = Field(default=None, validation_alias=_env("PRESSLOOP_SECRET_KEY"))
 
     host: str = Field(default="127.0.0.1", validation_alias=_env("PRESSLOOP_HOST"))
     port: int = Field(default=8780, validation_alias=_env("PRESSLOOP_PORT"))
@@ -145,6 +144,15 @@ class Settings(BaseSettings):
     local_keep_prefix: bool = Field(
         default=True, validation_alias=_env("PRESSLOOP_LOCAL_KEEP_PREFIX")
     )
+    # llama.cpp's CPU variant (e.g. haswell, zen4): unset, the best one this CPU runs.
+    local_cpu_variant: str | None = Field(
+        default=None, validation_alias=_env("PRESSLOOP_LOCAL_CPU_VARIANT")
+    )
+    # How long the model's own process may take to start and load llama.cpp's CPU backend
+    # (the model itself loads with the first request).
+    local_start_timeout_s: float = Field(
+        default=120.0, gt=0, validation_alias=_env("PRESSLOOP_LOCAL_START_TIMEOUT")
+    )
 
     # The most database connections a process opens (PostgreSQL, opened lazily): a worker
     # uses 2-3 whatever its concurrency (one group committer writes for all its runs); all
@@ -192,6 +200,33 @@ class Settings(BaseSettings):
         default=32_000, validation_alias=_env("PRESSLOOP_MAX_MESSAGE_CHARS")
     )
     wait_timeout_s: float = Field(default=900.0, validation_alias=_env("PRESSLOOP_WAIT_TIMEOUT"))
+    # The largest request body in bytes, counted as it arrives (chunked too): unset, room for a
+    # message of max_message_chars (api/body_limit.py).
+    max_body_bytes: int | None = Field(
+        default=None, gt=0, validation_alias=_env("PRESSLOOP_MAX_BODY_BYTES")
+    )
+    # Serve /docs (Swagger UI, from local files) and /openapi.json.
+    api_docs: bool = Field(default=True, validation_alias=_env("PRESSLOOP_API_DOCS"))
+
+    # Access (docs/operations.md, "Tokens and sessions"): how long a UI sign-in lasts, how
+    # often a token's last use is written, and failed sign-ins allowed per address per window.
+    ui_session_lifetime_s: float = Field(
+        default=12 * 3600.0, gt=0, validation_alias=_env("PRESSLOOP_UI_SESSION_LIFETIME")
+    )
+    token_touch_interval_s: float = Field(
+        default=60.0, ge=0, validation_alias=_env("PRESSLOOP_TOKEN_TOUCH_INTERVAL")
+    )
+    sign_in_max_failures: int = Field(
+        default=10, ge=1, validation_alias=_env("PRESSLOOP_SIGN_IN_MAX_FAILURES")
+    )
+    sign_in_window_s: float = Field(
+        default=60.0, gt=0, validation_alias=_env("PRESSLOOP_SIGN_IN_WINDOW")
+    )
+
+    # Outbound requests the agent makes (web_fetch, upload_media from a URL): the hosts the owner
+    # allows, comma-separated; `example.com` is that host, `.wordpress.org` the domain and every
+    # name under it (pressloop/actions/net/allowlist.py). Empty: no host is allowed.
+    net_allow: str = Field(default="", validation_alias=_env("PRESSLOOP_NET_ALLOW"))
 
     def resolved_database_url(self) -> str:
         if self.database_url:

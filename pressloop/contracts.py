@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class Contract(BaseModel):
@@ -189,6 +189,15 @@ class Step(Contract):
     error: str | None = None
 
 
+class UntrustedSource(Contract):
+    """Untrusted text in front of the model: why its turn is tainted (DESIGN.md section 3)."""
+
+    kind: Literal["result", "message", "memory"]
+    action: str | None = None  # the action whose result it is (`get_post`), for a result
+    step: int | None = None  # its step in this turn; None: an earlier turn of the thread read it
+    excerpt: str = ""  # how the text starts
+
+
 class ErrorInfo(Contract):
     cls: str
     message: str
@@ -204,6 +213,8 @@ class TurnResult(Contract):
     model: str = ""
     error: ErrorInfo | None = None
     next_action: NextAction = NextAction.STOP
+    # Untrusted text was in front of the model (from the site, the web or a memory so marked).
+    untrusted: bool = False
 
 
 class Checkpoint(Contract):
@@ -219,7 +230,14 @@ class Checkpoint(Contract):
     usage: Usage = Field(default_factory=Usage)
     assistant_text: str = ""
     elapsed_s: float = 0.0
-    read_untrusted: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_run_flag(cls, value: Any) -> Any:
+        # Checkpoints written before taint was read from the messages carried a per-run flag.
+        if isinstance(value, dict) and "read_untrusted" in value:
+            value = {k: v for k, v in value.items() if k != "read_untrusted"}
+        return value
 
 
 class TurnRequest(Contract):
@@ -265,6 +283,8 @@ class CatalogEntry(Contract):
     risk: Risk
     params_schema: dict[str, Any]
     network: bool = False
+    # Params whose values are never stored, shown or logged (their schema says `secret`).
+    secret_params: list[str] = Field(default_factory=list)
 
 
 class ActionContext(Contract):
@@ -278,7 +298,10 @@ class ActionContext(Contract):
     policy: Policy
     requesting_user: str | None = None
     execution_user: str | None = None
-    read_untrusted: bool = False
+    # The untrusted text in front of the model when it asked (empty: the turn is not tainted).
+    untrusted: list[UntrustedSource] = Field(default_factory=list)
+    # This step already asked a person (a resumed turn): their decision answers it.
+    approval_requested: bool = False
     reason: str = ""
 
 

@@ -4,6 +4,12 @@ defaults -> trigger -> site -> agent -> thread -> request. The site layer is the
 defaults a person sets in the settings table (`runtime/site_policies.py` stores them); site,
 agent and thread may change a value either way; a request can only tighten (fewer rounds, less
 time, a stricter risk mode).
+
+A caller cannot loosen its policy by naming another trigger: a run it asks for under another
+trigger than its own gets, field by field, the stricter of the two triggers' policies (deny >
+confirm > allow; the smaller limit): the caller's own resolved policy is passed as the request
+layer (`runtime/site_policies.caller_request`). Over HTTP only the admin UI's own chat is a
+`chat` caller; an API token is an `api` caller whatever trigger it names (`api/runs.py`).
 """
 
 from __future__ import annotations

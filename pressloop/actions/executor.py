@@ -1,8 +1,10 @@
 """The executor: the one pipeline every action call goes through, whoever asked for it.
 
-validate params -> policy (allow | confirm | deny by risk and trigger) -> approval gate ->
-ledger (replay a finished step, reconcile an interrupted one, else record the intent) ->
-execute -> ledger outcome. The snapshot an action takes for undo is kept with its intent.
+validate params -> policy (allow | confirm | deny by risk and trigger) -> the untrusted-content
+guard (`guard.py`: in a tainted turn destructive and sensitive steps need a person) -> approval
+gate -> ledger (replay a finished step, reconcile an interrupted one, else record the intent) ->
+execute -> ledger outcome. The snapshot an action takes for undo is kept with its intent. Secret
+params never reach the ledger, approvals or what the model is told (`guard.py`).
 
 Reads are not ledgered: running a read twice changes nothing. Every write and destructive step
 happens at most once per (run, step): a step found with an intent but no outcome (the worker died
@@ -17,6 +19,13 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from pressloop.actions.guard import (
+    guarded_mode,
+    redacted,
+    scrubbed,
+    secret_not_kept,
+    secret_refusal,
+)
 from pressloop.actions.ledger_port import LedgerPort
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec, Registry
 from pressloop.contracts import (
@@ -29,6 +38,7 @@ from pressloop.contracts import (
     StepStatus,
 )
 from pressloop.errors import ActionError, RunFailure, SiteError
+from pressloop.redaction import secret_values
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -101,11 +111,13 @@ class Executor:
                 "Fix them and call the action again.",
                 spec,
             )
-        mode = context.policy.mode_for(spec.risk)
-        if spec.risk is Risk.DESTRUCTIVE and context.read_untrusted and mode is PolicyMode.ALLOW:
-            # Content from the site or the web may carry instructions: a destructive step
-            # proposed after reading it always goes past a person first.
-            mode = PolicyMode.CONFIRM
+        # Content from the site or the web may carry instructions: in a tainted turn a
+        # destructive or sensitive step always goes past a person first.
+        mode = guarded_mode(
+            spec, params, context, self.services, context.policy.mode_for(spec.risk)
+        )
+        if isinstance(mode, ActionOutcome):
+            return mode
         if mode is PolicyMode.DENY:
             message = (
                 f"denied: the policy for {context.trigger.value} runs forbids {spec.risk.value} "
@@ -168,7 +180,7 @@ class Executor:
             if failure.retryable:
                 raise
             return _action_failed(spec, failure)
-        await ledger.intent(call, spec.risk, context, snapshot)
+        await ledger.intent(redacted(spec, call), spec.risk, context, snapshot)
         outcome = await self._execute(spec, params, context)
         await ledger.outcome(context, outcome)
         return outcome
@@ -184,7 +196,10 @@ class Executor:
             )
         decided = await self.approvals.decision(context)
         if decided is None:
-            approval_id = await self.approvals.request(spec, call, params, context)
+            refusal = secret_refusal(spec, call)
+            if refusal is not None:
+                return refusal
+            approval_id = await self.approvals.request(spec, redacted(spec, call), params, context)
             return _pending(spec, call, approval_id)
         if decided.status == "pending":
             return _pending(spec, call, decided.approval_id)
@@ -219,15 +234,20 @@ class Executor:
     async def _execute(
         self, spec: ActionSpec, params: Any, context: ActionContext
     ) -> ActionOutcome:
+        not_kept = secret_not_kept(spec, params)
+        if not_kept is not None:
+            return not_kept
+        secrets = secret_values(params.model_dump(), spec.secret_params())
         try:
             result: ActionResult = await spec.handler(params, context, self.services)
         except ActionError as failure:
             if failure.retryable:
                 raise
-            return _action_failed(spec, failure)
+            return scrubbed(_action_failed(spec, failure), secrets)
         except RunFailure:
             raise
-        return _succeeded(spec, result)
+        # What the model is told and the ledger keeps never echoes a secret the site sent back.
+        return scrubbed(_succeeded(spec, result), secrets)
 
 
 def _succeeded(spec: ActionSpec, result: ActionResult) -> ActionOutcome:
@@ -236,7 +256,7 @@ def _succeeded(spec: ActionSpec, result: ActionResult) -> ActionOutcome:
         content=_content(result.content),
         summary=result.summary,
         risk=spec.risk,
-        untrusted=result.untrusted,
+        untrusted=result.untrusted or spec.untrusted_output,
         data=result.content,
     )
 

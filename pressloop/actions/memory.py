@@ -1,4 +1,10 @@
-"""Memory actions: the agent keeps short notes across threads and finds them again."""
+"""Memory actions: the agent keeps short notes across threads and finds them again.
+
+A note written in a tainted turn (untrusted text in front of the model) is stored untrusted:
+MEMORY_CONTEXT shows it marked and it taints the turns that receive it; `recall` results that
+hold one are untrusted too. `remember` and `forget` are sensitive: in a tainted turn a person
+approves them (injected text must not plant or erase standing orders).
+"""
 
 from __future__ import annotations
 
@@ -35,7 +41,9 @@ def _memory(services: ActionServices) -> MemoryPort:
 async def remember(
     params: RememberParams, context: ActionContext, services: ActionServices
 ) -> ActionResult:
-    memory_id = await _memory(services).remember(context.agent_id, params.content, params.tags)
+    memory_id = await _memory(services).remember(
+        context.agent_id, params.content, params.tags, untrusted=bool(context.untrusted)
+    )
     return ActionResult(content={"id": memory_id}, summary=f"remembered #{memory_id}")
 
 
@@ -53,7 +61,11 @@ async def recall(
     params: RecallParams, context: ActionContext, services: ActionServices
 ) -> ActionResult:
     found = await _memory(services).recall(context.agent_id, params.query, params.limit)
-    return ActionResult(content={"memories": found}, summary=f"{len(found)} memories found")
+    return ActionResult(
+        content={"memories": found},
+        summary=f"{len(found)} memories found",
+        untrusted=any(m.get("untrusted") for m in found),
+    )
 
 
 async def forget(
@@ -69,6 +81,7 @@ MEMORY_ACTIONS = (
         description="Store a short fact or preference to remember in later conversations.",
         params=RememberParams,
         risk=Risk.WRITE,
+        sensitive=True,
         handler=remember,
         reconcile=remembered,
     ),
@@ -84,6 +97,7 @@ MEMORY_ACTIONS = (
         description="Delete remembered facts by their ids (as returned by recall).",
         params=ForgetParams,
         risk=Risk.WRITE,
+        sensitive=True,
         handler=forget,
     ),
 )

@@ -1,4 +1,17 @@
-"""The action registry: what an action is (name, params model, risk) and how it runs."""
+"""The action registry: what an action is (name, params model, risk) and how it runs.
+
+Beside its risk, an action declares what the untrusted-content guard needs (DESIGN.md section 3):
+- `untrusted_output`: its results carry text someone other than the owner can write (posts,
+  comments, users' names, media text, plugin data, settings, web pages); the model receives them
+  marked, and while they are in its history the turn is tainted. A handler may also mark one
+  result (`ActionResult.untrusted`).
+- `sensitive`: granting or changing access, who can reach the site, plugins, memory, spawning: in
+  a tainted turn it needs a person's approval whatever the policy says, like a destructive one.
+  A bool, or a function of the params (and services) when only some calls are. Network actions
+  (`network=True`) are sensitive unless their URL's host is one the owner allowed.
+- secret params: a field declared with `json_schema_extra=SECRET_FIELD` (passwords) is never
+  stored, shown or logged (`pressloop.redaction`).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +21,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
+from pressloop.actions.outbound import reaches_unallowed_host
 from pressloop.contracts import ActionContext, CatalogEntry, Risk
+from pressloop.redaction import secret_fields
 
 if TYPE_CHECKING:
     from pressloop.actions.wordpress.client import WordPressClient
@@ -26,7 +41,9 @@ class ActionResult:
 class MemoryPort(Protocol):
     """Where memories live; the runtime hands in the database-backed one."""
 
-    async def remember(self, agent_id: str, content: str, tags: list[str]) -> int: ...
+    async def remember(
+        self, agent_id: str, content: str, tags: list[str], *, untrusted: bool = False
+    ) -> int: ...
 
     async def recall(self, agent_id: str, query: str, limit: int) -> list[dict[str, Any]]: ...
 
@@ -60,6 +77,8 @@ Previewer = Callable[[Any, ActionContext, ActionServices], Awaitable[Any]]
 Snapshotter = Callable[[Any, ActionContext, ActionServices], Awaitable[Any]]
 # Reverses a done step from its snapshot and the data the action returned.
 Undoer = Callable[[Any, Any, ActionServices], Awaitable[ActionResult]]
+# Whether this call (its validated params) is sensitive.
+Sensitivity = Callable[[Any, ActionServices], bool]
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -70,19 +89,39 @@ class ActionSpec:
     risk: Risk
     handler: Handler
     network: bool = False
+    untrusted_output: bool = False
+    sensitive: bool | Sensitivity = False
     reconcile: Reconciler | None = None
     preview: Previewer | None = None
     snapshot: Snapshotter | None = None
     undo: Undoer | None = None
 
     def entry(self) -> CatalogEntry:
+        schema = self.params.model_json_schema()
         return CatalogEntry(
             name=self.name,
             description=self.description,
             risk=self.risk,
-            params_schema=self.params.model_json_schema(),
+            params_schema=schema,
             network=self.network,
+            secret_params=secret_fields(schema),
         )
+
+    def secret_params(self) -> list[str]:
+        return [
+            name
+            for name, info in self.params.model_fields.items()
+            if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("secret")
+        ]
+
+    def is_sensitive(self, params: Any, services: ActionServices) -> bool:
+        if callable(self.sensitive):
+            return self.sensitive(params, services)
+        if self.sensitive:
+            return True
+        if self.network:
+            return reaches_unallowed_host(params, services)
+        return False
 
 
 class Registry:

@@ -41,6 +41,7 @@ SPAWN_ACTIONS = (
         ),
         params=SpawnParams,
         risk=Risk.WRITE,
+        sensitive=True,
         handler=spawn_agent,
     ),
 )

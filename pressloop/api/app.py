@@ -7,39 +7,44 @@ from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 
 from fastapi import FastAPI
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
-from pressloop.api import agents, approvals, ledger, meta, runs, schedules, settings, threads
-from pressloop.api.errors import error_response, install_error_handlers
+from pressloop.api import (
+    agents,
+    approvals,
+    ledger,
+    meta,
+    runs,
+    schedules,
+    settings,
+    threads,
+    tokens,
+)
+from pressloop.api.body_limit import BodyLimit, default_limit
+from pressloop.api.docs import mount_docs
+from pressloop.api.errors import install_error_handlers
+from pressloop.api.headers import SecurityHeaders
 from pressloop.api.sse import StreamTracker
 from pressloop.runtime.service import Service
 from pressloop.ui import mount_ui
+from pressloop.ui.pages.signin import MAX_FORM_BYTES
 
-# A message may be up to `max_message_chars` characters; JSON may spend 6 bytes on one (\uXXXX).
-BYTES_PER_CHAR = 6
-BODY_SLACK_BYTES = 64 * 1024
+SIGN_IN_PATH = "/ui/login"
 
 
-class BodyLimit:
-    """Refuse a request whose declared body is larger than any valid request could be (413),
-    before anything reads it."""
+class PressloopApp(FastAPI):
+    """FastAPI with its edges outside everything else, error handling included: security
+    headers on every response (a 500 too), and the body limit before anything reads the
+    request (authentication, parsing)."""
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
+    max_body_bytes: int = 0
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            length = dict(scope["headers"]).get(b"content-length")
-            if length is not None and length.isdigit() and int(length) > self.max_bytes:
-                response = error_response(
-                    413,
-                    "payload_too_large",
-                    f"the request body has {int(length)} bytes; the limit is {self.max_bytes}",
-                )
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+    def build_middleware_stack(self) -> ASGIApp:
+        inner = super().build_middleware_stack()
+        limited = BodyLimit(
+            inner, max_bytes=self.max_body_bytes, path_limits={SIGN_IN_PATH: MAX_FORM_BYTES}
+        )
+        return SecurityHeaders(limited)
 
 
 def _version() -> str:
@@ -76,17 +81,27 @@ def create_app(
             if worker is not None:
                 await worker.stop()
 
-    app = FastAPI(
+    docs = service.settings.api_docs
+    app = PressloopApp(
         title="Pressloop",
         version=_version(),
         description="Run AI agents for WordPress sites. Every `/v1` route needs a bearer token.",
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/openapi.json" if docs else None,
+    )
+    app.max_body_bytes = (
+        max_body_bytes
+        or service.settings.max_body_bytes
+        or default_limit(service.settings.max_message_chars)
     )
     app.state.service = service
     app.state.sse_ping_s = sse_ping_s
     app.state.streams = StreamTracker()
     install_error_handlers(app)
     app.include_router(meta.router)
+    app.include_router(tokens.router)
     app.include_router(threads.router)
     app.include_router(runs.router)
     app.include_router(schedules.router)
@@ -95,6 +110,6 @@ def create_app(
     app.include_router(agents.router)
     app.include_router(settings.router)
     mount_ui(app)
-    limit = max_body_bytes or service.settings.max_message_chars * BYTES_PER_CHAR + BODY_SLACK_BYTES
-    app.add_middleware(BodyLimit, max_bytes=limit)
+    if docs:
+        mount_docs(app)
     return app

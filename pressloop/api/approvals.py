@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from pressloop.api.auth import Operator, ServiceDep, Viewer
 from pressloop.api.schemas import Request
+from pressloop.contracts import UntrustedSource
 from pressloop.store.approvals import ApprovalRecord
 
 router = APIRouter(prefix="/v1/approvals", tags=["approvals"])
@@ -31,6 +32,11 @@ class ApprovalOut(BaseModel):
     decided_by: str | None
     note: str | None
     edited_params: dict[str, Any] | None
+    untrusted: list[UntrustedSource] | None = Field(
+        default=None,
+        description="The untrusted text (site, web, marked memory) in front of the model when it "
+        "asked: why this step needs a person whatever the policy says. None: a clean turn.",
+    )
     created_at: datetime
     expires_at: datetime
     decided_at: datetime | None
@@ -43,7 +49,9 @@ class ApprovalOut(BaseModel):
 class Approve(Request):
     note: str | None = Field(default=None, max_length=2000)
     params: dict[str, Any] | None = Field(
-        default=None, description="Run the step with these params instead."
+        default=None,
+        description="Run the step with these params instead (never a secret such as a "
+        "password: those are not stored, so they cannot wait in an approval).",
     )
 
 

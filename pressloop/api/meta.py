@@ -1,4 +1,4 @@
-"""Health, the action catalog, usage counters and API tokens."""
+"""Health, the action catalog and usage counters (API tokens: `api/tokens.py`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import logging
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
-from pressloop.api.auth import Admin, ServiceDep, Viewer
+from pressloop.api.auth import ServiceDep, Viewer
 from pressloop.api.errors import error_response
-from pressloop.api.schemas import Health, TokenCreate, TokenCreated, TokenOut, UsageRow
+from pressloop.api.schemas import Health, UsageRow
 from pressloop.contracts import CatalogEntry
 
 log = logging.getLogger(__name__)
@@ -50,15 +50,3 @@ async def usage(
     scope: str | None = Query(default=None, description="user or site"),
 ) -> list[UsageRow]:
     return [UsageRow.model_validate(row) for row in await service.usage(days=days, scope=scope)]
-
-
-@router.post("/v1/tokens", status_code=201)
-async def create_token(body: TokenCreate, service: ServiceDep, _who: Admin) -> TokenCreated:
-    """A new API token. The answer is the only time the token itself is shown."""
-    record, plaintext = await service.create_token(name=body.name, role=body.role)
-    return TokenCreated(**TokenOut.of(record).model_dump(), token=plaintext)
-
-
-@router.get("/v1/tokens")
-async def list_tokens(service: ServiceDep, _who: Admin) -> list[TokenOut]:
-    return [TokenOut.of(t) for t in await service.list_tokens()]

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials
 
-from pressloop.api.auth import Operator, ServiceDep, Viewer
+from pressloop.api.auth import SESSION_COOKIE, UI_HEADER, Operator, ServiceDep, Viewer, bearer
 from pressloop.api.schemas import RunAccepted, RunCreate, RunOut, RunResult
 from pressloop.api.sse import SSE_MEDIA_TYPE, event_stream, resume_point, wants_stream
 from pressloop.contracts import Event, RunStatus, Trigger
 from pressloop.errors import InvalidRequest
 from pressloop.runtime.service import RESTING
+from pressloop.runtime.site_policies import caller_request
 
 router = APIRouter(tags=["runs"])
 
@@ -26,6 +28,19 @@ IdempotencyKey = Annotated[
     str | None, Header(alias="Idempotency-Key", min_length=1, max_length=200)
 ]
 LastEventId = Annotated[str | None, Header(alias="Last-Event-ID")]
+
+
+def caller_trigger(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> Trigger:
+    """Who is really asking: only the admin UI's own chat (its session cookie and UI header, no
+    bearer token) is a person chatting; every API token is a program, `api`."""
+    from_ui = SESSION_COOKIE in request.cookies and UI_HEADER.lower() in request.headers
+    return Trigger.CHAT if credentials is None and from_ui else Trigger.API
+
+
+Caller = Annotated[Trigger, Depends(caller_trigger)]
 
 
 def _json(model: RunResult | RunAccepted, status: int, replayed: bool) -> JSONResponse:
@@ -48,21 +63,30 @@ async def post_run(
     request: Request,
     service: ServiceDep,
     who: Operator,
+    caller: Caller,
     idempotency_key: IdempotencyKey = None,
     last_event_id: LastEventId = None,
 ) -> Response:
-    """Send a message to the thread's agent. The same idempotency key gives the same run."""
+    """Send a message to the thread's agent. The same idempotency key gives the same run.
+
+    A caller naming another trigger than its own gets the stricter of both policies, field by
+    field: an API token asking for `chat` never gets more than the `api` policy allows."""
     if body.idempotency_key and idempotency_key and body.idempotency_key != idempotency_key:
         raise InvalidRequest("the Idempotency-Key header and the body's idempotency_key differ")
     key = body.idempotency_key or idempotency_key
+    trigger = Trigger(body.trigger)
+    policy = body.policy.model_dump(exclude_none=True) if body.policy else None
+    if trigger is not caller:
+        async with service.database.read() as conn:
+            policy = await caller_request(conn, thread_id, caller, policy)
     submission = await service.submit(
         thread_id,
         body.message,
-        trigger=Trigger(body.trigger),
+        trigger=trigger,
         user=who.name,
         multitask=body.multitask,
         idempotency_key=key,
-        policy=body.policy.model_dump(exclude_none=True) if body.policy else None,
+        policy=policy,
         start_here=True,
     )
     run, replayed = submission.run, not submission.created

@@ -69,12 +69,14 @@ async def run_turn(request: TurnRequest, deps: EngineDeps) -> TurnResult:
     """Run (or resume) one turn and say how it ended. Never raises for a model or action failure;
     `LeaseLost` and task cancellation propagate to the runtime."""
     checkpoint = _start(request)
+    paused = request.checkpoint.steps if request.checkpoint is not None else []
     state = TurnState(
         request=request,
         deps=deps,
         checkpoint=checkpoint,
         started_at=deps.monotonic(),
         elapsed_before=checkpoint.elapsed_s,
+        asked=frozenset(s.index for s in paused if s.status is StepStatus.PENDING_APPROVAL),
     )
     if deps.disabled:
         disabled = AgentDisabled(

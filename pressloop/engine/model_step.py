@@ -1,7 +1,9 @@
 """CallModel: build the prompt, ask the model (streaming), normalise its answer to a plan.
 
 An unusable answer gets one corrective retry; the second unusable answer ends the turn with a
-clear error. The corrective exchange is not kept in the transcript.
+clear error. The corrective exchange is not kept in the transcript. Secret params of the plan's
+calls are held in memory (`TurnState.secrets`); the transcript, the checkpoint and the events
+get the redaction mark instead, and any echo of them in the answer's text is scrubbed.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from dataclasses import dataclass
 
 from pressloop.contracts import (
     ActionCall,
+    CatalogEntry,
     DecisionProtocol,
     EventType,
     Message,
@@ -17,10 +20,12 @@ from pressloop.contracts import (
     TurnStatus,
 )
 from pressloop.engine.decision_parser import decision_schema, parse_json_decision
-from pressloop.engine.prompt import render_for_json_protocol, system_prompt, trim_history
+from pressloop.engine.prompt import render_for_json_protocol, system_prompt
 from pressloop.engine.state import CallModel, Finish, LoopStep, RunActions, TurnState
+from pressloop.engine.taint import model_history
 from pressloop.errors import InvalidModelOutput, LimitExceeded
 from pressloop.providers.base import ModelRequest, ModelResponse, ResponseDone, TextDelta, ToolSpec
+from pressloop.redaction import SECRET, redact, scrub, secret_values
 
 CORRECTION = (
     "Your last answer could not be used: {problem}. Answer again, following the expected format "
@@ -40,7 +45,7 @@ def _build_request(state: TurnState, extra: list[Message]) -> ModelRequest:
     deps = state.deps
     protocol = deps.decision_protocol()
     catalog = deps.actions.catalog()
-    transcript = trim_history(deps.history, deps.max_history_messages) + state.checkpoint.messages
+    transcript = model_history(deps, state.checkpoint)
     if protocol is DecisionProtocol.JSON:
         messages = render_for_json_protocol(transcript + extra)
         tools: list[ToolSpec] = []
@@ -58,6 +63,32 @@ def _build_request(state: TurnState, extra: list[Message]) -> ModelRequest:
         tools=tools,
         max_output_tokens=deps.max_output_tokens,
         response_schema=schema,
+    )
+
+
+def _hold_secrets(state: TurnState, plan: Plan, catalog: list[CatalogEntry]) -> Plan:
+    """The plan as it may be stored: secret params kept in `state.secrets`, marked in the calls,
+    and scrubbed from the answer's text (a JSON-protocol answer spells its params out)."""
+    names = {e.name: e.secret_params for e in catalog if e.secret_params}
+    values: list[str] = []
+    calls: list[ActionCall] = []
+    for call in plan.calls:
+        fields = names.get(call.name, [])
+        if fields and "_raw_arguments" in call.params:  # unreadable JSON: it may hold one
+            call = call.model_copy(update={"params": {"_raw_arguments": SECRET}})
+        held = {n: call.params[n] for n in fields if secret_values(call.params, [n])}
+        if held:
+            state.secrets[call.id] = held
+            values += [str(v) for v in held.values()]
+            call = call.model_copy(update={"params": redact(call.params, fields)})
+        calls.append(call)
+    if calls == plan.calls:
+        return plan
+    return Plan(
+        thought=scrub(plan.thought, values),
+        reply=scrub(plan.reply, values),
+        calls=calls,
+        raw_text=scrub(plan.raw_text, values),
     )
 
 
@@ -121,6 +152,7 @@ async def call_model(state: TurnState, _step: CallModel) -> LoopStep:
                 Message(role=Role.USER, content=CORRECTION.format(problem=problem.message)),
             ]
     assert plan is not None
+    plan = _hold_secrets(state, plan, deps.actions.catalog())
     cp.round += 1
     if plan.thought:
         await deps.emit(EventType.THINKING, {"text": plan.thought})

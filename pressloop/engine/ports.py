@@ -36,6 +36,14 @@ Emit = Callable[[EventType, dict[str, Any]], Awaitable[None]]
 SaveCheckpoint = Callable[[Checkpoint], Awaitable[None]]
 
 
+@dataclass(kw_only=True, frozen=True)
+class MemoryNote:
+    """One memory for MEMORY_CONTEXT; `untrusted`: written in a tainted turn."""
+
+    content: str
+    untrusted: bool = False
+
+
 @dataclass(kw_only=True)
 class PromptContext:
     """The system prompt's sections that come from outside the engine."""
@@ -45,6 +53,8 @@ class PromptContext:
     site_context: str = ""
     mcp_tool_catalog: str = ""
     memory_context: str = ""
+    # The untrusted memories MEMORY_CONTEXT shows: while there is one, the turn is tainted.
+    untrusted_memories: list[str] = field(default_factory=list)
     conversation_context: str = ""
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from pressloop.contracts import (
     Checkpoint,
@@ -13,6 +14,7 @@ from pressloop.contracts import (
     TurnStatus,
 )
 from pressloop.engine.ports import EngineDeps
+from pressloop.engine.taint import untrusted_sources
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -42,6 +44,11 @@ class TurnState:
     checkpoint: Checkpoint
     started_at: float
     elapsed_before: float = 0.0
+    # Secret params of this turn's calls (call id -> name -> value): only here, in memory, until
+    # the step that uses them has run; the checkpoint and events hold the redaction mark.
+    secrets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Steps that asked a person before this turn was resumed: their decision answers them.
+    asked: frozenset[int] = frozenset()
 
     def elapsed(self) -> float:
         return self.elapsed_before + (self.deps.monotonic() - self.started_at)
@@ -60,6 +67,7 @@ class TurnState:
             model=self.deps.provider.model,
             error=finish.error,
             next_action=finish.next_action,
+            untrusted=bool(untrusted_sources(self.deps, cp)),
         )
 
     async def save(self) -> None:

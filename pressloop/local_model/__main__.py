@@ -59,15 +59,14 @@ def save_prompt_state(console: Console, settings: Settings, progress: Reporter) 
         console.print("No saved prompt state: llama.cpp (the `local` group) is not installed.")
         return
     from pressloop.local_model.prompt_state import ensure_prompt_state
-    from pressloop.providers.local import build_local_provider
+    from pressloop.providers.local import build_local_model
 
     try:
-        provider = build_local_provider(settings)
+        model = build_local_model(settings)
         try:
-            state = ensure_prompt_state(provider.local_model, settings, progress)
+            state = ensure_prompt_state(model, settings, progress)
         finally:
-            provider.close()
-            provider.local_model.close()
+            model.close()
     except PressloopError as problem:
         console.print(f"[yellow]No saved prompt state:[/] {problem.message}")
         return

@@ -28,8 +28,8 @@ from pressloop.engine.ports import PromptContext
 from pressloop.engine.prompt import system_prompt
 from pressloop.local_model.progress import Reporter, Silent
 from pressloop.providers.base import ModelRequest
+from pressloop.providers.local.messages import stable_count, to_messages
 from pressloop.providers.local.model import LocalModel
-from pressloop.providers.local.provider import stable_count, to_messages
 from pressloop.runtime.wiring import default_actions
 
 
@@ -39,15 +39,19 @@ class PromptState:
     tokens: int
     built: bool = False  # built just now (False: it was already there)
     seconds: float = 0.0
+    # Why the file there cannot be loaded here (another llama.cpp version or CPU variant wrote
+    # it); None when it can, or when there is no file.
+    stale: str | None = None
 
     @property
     def present(self) -> bool:
-        return self.path is not None and self.path.is_file()
+        """Saved, and loadable by this process."""
+        return self.path is not None and self.path.is_file() and self.stale is None
 
 
-def default_request(settings: Settings) -> ModelRequest:
+def default_request(action_packs: str) -> ModelRequest:
     """The start of a request as the service's engine builds it for the default catalog."""
-    entries = Registry(default_actions(settings.action_packs, wordpress=True)).catalog()
+    entries = Registry(default_actions(action_packs, wordpress=True)).catalog()
     return ModelRequest(
         system=system_prompt(PromptContext(), entries, DecisionProtocol.JSON),
         messages=[],
@@ -55,31 +59,37 @@ def default_request(settings: Settings) -> ModelRequest:
     )
 
 
-def stable_messages(model: LocalModel, settings: Settings) -> list[dict[str, str]]:
+def stable_messages(model: LocalModel, action_packs: str) -> list[dict[str, str]]:
     """The messages every request of the default catalog starts with."""
-    request = default_request(settings)
+    request = default_request(action_packs)
     messages = to_messages(request, late_system=model.takes_late_system())
     return [
         {"role": m["role"], "content": m["content"]} for m in messages[: stable_count(messages)]
     ]
 
 
-def prompt_state(model: LocalModel, settings: Settings) -> PromptState:
-    """Where the default catalog's state is kept, and whether it is there."""
-    stable = stable_messages(model, settings)
-    tokens = len(model.tokens(stable))
-    return PromptState(path=model.prefix_state(stable), tokens=tokens)
+def prompt_state(model: LocalModel, action_packs: str) -> PromptState:
+    """Where the default catalog's state is kept, whether it is there, and whether this process
+    may load it."""
+    stable = stable_messages(model, action_packs)
+    tokens = model.tokens(stable)
+    path = model.prefix_state(stable)
+    stale = None
+    if path is not None and path.is_file() and model.prefixes is not None:
+        stale = model.prefixes.mismatch(path, tokens)
+    return PromptState(path=path, tokens=len(tokens), stale=stale)
 
 
 def ensure_prompt_state(
     model: LocalModel, settings: Settings, progress: Reporter | None = None
 ) -> PromptState:
-    """The default catalog's saved state: built now (with progress) unless already there."""
+    """The default catalog's saved state: built now (with progress) unless already there and
+    loadable here (a state another llama.cpp or CPU variant wrote is built again)."""
     progress = progress or Silent()
-    found = prompt_state(model, settings)
+    found = prompt_state(model, settings.action_packs)
     if found.path is None or found.present:
         return found
-    stable = stable_messages(model, settings)
+    stable = stable_messages(model, settings.action_packs)
     label = "reading the system prompt once (its state is saved for every start)"
     progress.start(label, found.tokens, unit="tokens")
     done = 0

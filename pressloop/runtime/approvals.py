@@ -15,9 +15,10 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pressloop.actions.executor import ApprovalDecision
-from pressloop.actions.registry import ActionServices, ActionSpec
+from pressloop.actions.registry import ActionServices, ActionSpec, Registry
 from pressloop.contracts import ActionCall, ActionContext
-from pressloop.errors import Conflict, NotFound
+from pressloop.errors import Conflict, InvalidRequest, NotFound
+from pressloop.redaction import secret_values
 from pressloop.runtime.clock import Now
 from pressloop.runtime.session import RunSession
 from pressloop.store import approvals as approval_store
@@ -25,6 +26,8 @@ from pressloop.store.approvals import ApprovalRecord
 from pressloop.store.db import Database
 
 log = logging.getLogger(__name__)
+
+UNTRUSTED_KEPT = 5  # the newest untrusted texts an approval names
 
 
 class SessionApprovals:
@@ -73,6 +76,7 @@ class SessionApprovals:
                 trigger=context.trigger.value,
                 reason=context.reason[:2000],
                 preview=preview,
+                untrusted=[s.model_dump() for s in context.untrusted[-UNTRUSTED_KEPT:]] or None,
                 requested_by=context.requesting_user,
                 expires_at=now + timedelta(seconds=self.expiry_s),
             )
@@ -84,9 +88,10 @@ class SessionApprovals:
 class Approvals:
     """What people (API, CLI, UI) do with approvals."""
 
-    def __init__(self, database: Database, now: Now) -> None:
+    def __init__(self, database: Database, now: Now, registry: Registry | None = None) -> None:
         self.database = database
         self.now = now
+        self.registry = registry
 
     async def find(self, *, status: str | None = None, limit: int = 100) -> list[ApprovalRecord]:
         async with self.database.read() as conn:
@@ -109,6 +114,8 @@ class Approvals:
         params: dict[str, Any] | None = None,
     ) -> ApprovalRecord:
         current = await self.get(approval_id)
+        if approve and params:
+            self._refuse_secrets(current.action, params)
         async with self.database.write() as conn:
             decided = await approval_store.decide(
                 conn,
@@ -122,6 +129,18 @@ class Approvals:
         if decided is None:
             raise Conflict(f"approval {approval_id} is already {current.status}")
         return decided
+
+    def _refuse_secrets(self, action: str, params: dict[str, Any]) -> None:
+        """Edited params may not carry a secret (a password): it would be stored with the
+        decision until the run resumes, and secrets are never stored."""
+        spec = self.registry.get(action) if self.registry is not None else None
+        given = [n for n in (spec.secret_params() if spec else []) if secret_values(params, [n])]
+        if given:
+            raise InvalidRequest(
+                f"the edited params set {', '.join(given)}: Pressloop never stores secrets, so "
+                "they cannot be given with an approval; approve without it and set it in "
+                "WordPress instead"
+            )
 
     async def expire_due(self) -> list[ApprovalRecord]:
         async with self.database.write() as conn:

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pressloop.config import Settings
 from pressloop.contracts import Message
+from pressloop.engine.ports import MemoryNote
 from pressloop.errors import BudgetExceeded
 from pressloop.runtime.budgets import budget_refusal, usage_rows
 from pressloop.store import agents as agent_store
@@ -31,7 +32,7 @@ MEMORY_ITEMS = 8
 class RunContext:
     agent: AgentRecord | None
     history: list[Message]
-    memories: list[str]  # the most relevant first
+    memories: list[MemoryNote]  # the most relevant first; untrusted ones say so
     disabled: bool  # the kill switch
     refusal: BudgetExceeded | None  # a daily budget is used up
 
@@ -67,7 +68,7 @@ async def load_contexts(
             # Runs of one thread are never claimed together (one at a time per thread).
             history=list(histories[run.thread_id]),
             memories=[
-                m.content
+                MemoryNote(content=m.content, untrusted=m.untrusted)
                 for m in memory_store.rank_memories(
                     memories[run.agent_id], run.input or "", limit=MEMORY_ITEMS
                 )

@@ -14,17 +14,27 @@ class StoreMemory:
         self.database = database
         self.now = now
 
-    async def remember(self, agent_id: str, content: str, tags: list[str]) -> int:
+    async def remember(
+        self, agent_id: str, content: str, tags: list[str], *, untrusted: bool = False
+    ) -> int:
         async with self.database.write() as conn:
             record = await memory_store.add_memory(
-                conn, agent_id=agent_id, content=content, tags=tags, now=self.now()
+                conn,
+                agent_id=agent_id,
+                content=content,
+                tags=tags,
+                now=self.now(),
+                untrusted=untrusted,
             )
         return record.id
 
     async def recall(self, agent_id: str, query: str, limit: int) -> list[dict[str, Any]]:
         async with self.database.read() as conn:
             found = await memory_store.search_memories(conn, agent_id, query, limit=limit)
-        return [{"id": m.id, "content": m.content, "tags": m.tags} for m in found]
+        return [
+            {"id": m.id, "content": m.content, "tags": m.tags, "untrusted": m.untrusted}
+            for m in found
+        ]
 
     async def forget(self, agent_id: str, ids: list[int]) -> int:
         async with self.database.write() as conn:

@@ -35,7 +35,7 @@ from pressloop.contracts import (
 )
 from pressloop.engine.loop import run_turn
 from pressloop.engine.ports import EngineDeps, PromptContext
-from pressloop.engine.prompt import memory_context
+from pressloop.engine.prompt import memory_section
 from pressloop.errors import LeaseLost, PressloopError
 from pressloop.providers.base import Provider
 from pressloop.runtime.approvals import SessionApprovals
@@ -291,6 +291,7 @@ class Runner:
     ) -> EngineDeps:
         agent = context.agent
         protocol_setting = self.settings.decision_protocol
+        memories, untrusted_memories = memory_section(context.memories)
         return EngineDeps(
             provider=provider,
             actions=self._executor(run, session),
@@ -298,7 +299,8 @@ class Runner:
             prompt=PromptContext(
                 instructions=agent.instructions if agent else "",
                 agent_files=agent.files if agent else {},
-                memory_context=memory_context(context.memories),
+                memory_context=memories,
+                untrusted_memories=untrusted_memories,
             ),
             protocol=None if protocol_setting == "auto" else DecisionProtocol(protocol_setting),
             emit=session.emit,

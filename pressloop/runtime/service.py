@@ -104,7 +104,7 @@ class Service(ServiceReads):
         self.worker: Worker | None = None
         self.scheduler: Scheduler | None = None
         self.schedules = Schedules(database, now)
-        self.approvals = Approvals(database, now)
+        self.approvals = Approvals(database, now, self.registry)
         self.spawner = Spawner(database, now, max_attempts=settings.max_attempts)
         self.runner.on_queued = self._queued
         if settings.wp_url and self.runner.services.wordpress is None:

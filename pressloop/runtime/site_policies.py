@@ -8,6 +8,9 @@ is created: built-in -> site -> agent -> thread -> request (which only tightens)
 For the API and the UI: `trigger_defaults(conn)` reads them all, `set_trigger_defaults(conn,
 trigger, changes, now=...)` replaces one trigger's changes (None or {} resets it), validated with
 the Policy model (`InvalidRequest` names each problem).
+
+`caller_request(conn, thread_id, caller, request)`: the request layer that keeps a run no looser
+than the caller's own trigger's policy on that thread (see `pressloop/policy.py`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pressloop.contracts import Policy, Trigger
 from pressloop.errors import InvalidRequest
 from pressloop.policy import TRIGGER_DEFAULTS, resolve_policy, site_override
+from pressloop.store import agents as agent_store
 from pressloop.store import settings_repo
+from pressloop.store import threads as thread_store
 
 PREFIX = "policy.trigger."
 _KEYS = [PREFIX + trigger.value for trigger in Trigger]
@@ -57,6 +62,31 @@ async def resolve_run_policy(
     """The policy a new run of `trigger` gets, the site's defaults included."""
     site = await site_policies(conn)
     return resolve_policy(trigger, site=site, agent=agent, thread=thread, request=request)
+
+
+async def caller_request(
+    conn: AsyncConnection,
+    thread_id: str,
+    caller: Trigger,
+    request: Mapping[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """The request layer for a run the `caller` asks for under another trigger: the caller's
+    own policy on this thread (site, agent, thread and `request` applied) as a whole set of
+    fields. A request layer only tightens, so the run gets, field by field, the stricter of its
+    trigger's policy and the caller's. `request` unchanged for a thread that does not exist
+    (creating the run says so)."""
+    thread = await thread_store.get_thread(conn, thread_id)
+    if thread is None:
+        return dict(request) if request else None
+    agent = await agent_store.get_agent(conn, thread.agent_id)
+    own = await resolve_run_policy(
+        conn,
+        caller,
+        agent=agent.policy if agent else None,
+        thread=thread.metadata.get("policy"),
+        request=request,
+    )
+    return own.model_dump(mode="json")
 
 
 async def trigger_defaults(conn: AsyncConnection) -> dict[str, dict[str, Any]]:

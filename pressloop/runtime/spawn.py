@@ -16,12 +16,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pressloop.contracts import (
     ActionContext,
+    Checkpoint,
     Message,
     Role,
     RunStatus,
     Trigger,
     TurnResult,
 )
+from pressloop.engine.taint import UNTRUSTED_PREFIX
 from pressloop.errors import Conflict, NotFound
 from pressloop.runtime.clock import Now
 from pressloop.runtime.site_policies import resolve_run_policy
@@ -157,8 +159,11 @@ async def _spawned_by_key(conn: AsyncConnection, seed_key: str) -> Spawned | Non
 
 
 def child_report(thread: ThreadRecord, status: RunStatus, result: TurnResult) -> str:
+    """What the parent is told; a child that had untrusted text in front of it reports
+    untrusted text (its answer may follow instructions it read)."""
     outcome = result.assistant_text or (result.error.message if result.error else "")
-    return f"[spawned agent {thread.id} finished: {status.value}]\n{outcome}".strip()
+    report = f"[spawned agent {thread.id} finished: {status.value}]\n{outcome}".strip()
+    return UNTRUSTED_PREFIX + report if result.untrusted else report
 
 
 async def deliver_to_parent(
@@ -178,7 +183,14 @@ async def deliver_to_parent(
         await thread_store.append_messages(
             conn,
             thread.parent_id,
-            [Message(role=Role.USER, name="spawned_agent", content=report)],
+            [
+                Message(
+                    role=Role.USER,
+                    name="spawned_agent",
+                    content=report,
+                    untrusted=result.untrusted,
+                )
+            ],
             now=now,
         )
         return None
@@ -201,5 +213,9 @@ async def deliver_to_parent(
         requesting_user=f"thread:{thread.id}",
         max_attempts=max_attempts,
         idempotency_key=f"child-done:{child_run_id}",
+        # The report opens the parent's turn as a message that keeps its mark.
+        checkpoint=Checkpoint(messages=[Message(role=Role.USER, content=report, untrusted=True)])
+        if result.untrusted
+        else None,
     )
     return run.id

@@ -39,6 +39,8 @@ class ApprovalRecord:
     decided_by: str | None
     note: str | None
     edited_params: dict[str, Any] | None
+    # The untrusted text in front of the model when it asked (UntrustedSource dicts), if any.
+    untrusted: list[dict[str, Any]] | None
     created_at: datetime
     expires_at: datetime
     decided_at: datetime | None

@@ -21,6 +21,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from pressloop.private_files import private_sqlite
+
 
 def normalise_url(url: str) -> str:
     """Accept the URLs people write (`postgresql://`, `sqlite:///`) and pick async drivers."""
@@ -72,7 +74,7 @@ class Database:
         parsed = make_url(url)
         if parsed.drivername.startswith("sqlite"):
             if parsed.database and parsed.database != ":memory:":
-                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+                private_sqlite(Path(parsed.database))  # 0600, in a 0700 directory if new
             engine = create_async_engine(url, connect_args={"timeout": 30})
             _prepare_sqlite(engine, sqlite_synchronous)
         else:

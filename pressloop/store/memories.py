@@ -27,17 +27,27 @@ def _memory(row: sa.Row[Any]) -> MemoryRecord:
         agent_id=row.agent_id,
         content=row.content,
         tags=row.tags or [],
+        untrusted=bool(row.untrusted),
         created_at=row.created_at,
     )
 
 
 async def add_memory(
-    conn: AsyncConnection, *, agent_id: str, content: str, tags: list[str], now: datetime
+    conn: AsyncConnection,
+    *,
+    agent_id: str,
+    content: str,
+    tags: list[str],
+    now: datetime,
+    untrusted: bool = False,
 ) -> MemoryRecord:
+    """`untrusted`: written in a tainted turn; later turns see it marked, and are tainted by it."""
     row = (
         await conn.execute(
             sa.insert(memories)
-            .values(agent_id=agent_id, content=content, tags=tags, created_at=now)
+            .values(
+                agent_id=agent_id, content=content, tags=tags, untrusted=untrusted, created_at=now
+            )
             .returning(*memories.c)
         )
     ).one()

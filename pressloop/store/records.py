@@ -105,6 +105,7 @@ class MemoryRecord:
     agent_id: str
     content: str
     tags: list[str] = field(default_factory=list)
+    untrusted: bool = False  # written in a tainted turn
     created_at: datetime | None = None
 
 

@@ -101,8 +101,10 @@ async def create_run(
     max_attempts: int = 5,
     idempotency_key: str | None = None,
     not_before: datetime | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> tuple[RunRecord, bool]:
-    """Queue a run; with an idempotency key already used on this thread, return that run."""
+    """Queue a run; with an idempotency key already used on this thread, return that run.
+    `checkpoint`: where its turn starts (e.g. its input message marked untrusted)."""
     run_id = new_id("run")
     values = {
         "id": run_id,
@@ -122,6 +124,8 @@ async def create_run(
         "created_at": now,
         "updated_at": now,
     }
+    if checkpoint is not None:
+        values["checkpoint"] = checkpoint.model_dump(mode="json")
     row = (await conn.execute(_INSERT[conn.dialect.name], values)).one_or_none()
     if row is not None:
         return to_record(row), True

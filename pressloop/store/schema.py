@@ -155,6 +155,8 @@ memories = sa.Table(
     sa.Column("agent_id", ID, sa.ForeignKey("agents.id"), nullable=False),
     sa.Column("content", sa.Text, nullable=False),
     sa.Column("tags", JSONType, nullable=False),
+    # Written in a tainted turn (untrusted text was in front of the model): shown marked so.
+    sa.Column("untrusted", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Index(None, "agent_id", "id"),
 )
@@ -181,8 +183,25 @@ api_tokens = sa.Table(
     sa.Column("role", sa.String(20), nullable=False),
     sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
+    # Refused from this moment on (null: until revoked).
+    sa.Column("expires_at", UTCDateTime, nullable=True),
+    # Written at most once a minute per token, not on every request.
     sa.Column("last_used_at", UTCDateTime, nullable=True),
     sa.Column("revoked_at", UTCDateTime, nullable=True),
+)
+
+# The admin UI's sign-ins: the browser's cookie holds a random session id, the database only its
+# SHA-256. A session lives until it expires, its person signs out, or its token is revoked.
+ui_sessions = sa.Table(
+    "ui_sessions",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("session_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("token_id", ID, sa.ForeignKey("api_tokens.id"), nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("expires_at", UTCDateTime, nullable=False),
+    sa.Column("revoked_at", UTCDateTime, nullable=True),
+    sa.Index(None, "token_id"),
 )
 
 action_ledger = sa.Table(
@@ -224,6 +243,8 @@ approvals = sa.Table(
     sa.Column("decided_by", sa.String(200), nullable=True),
     sa.Column("note", sa.Text, nullable=True),
     sa.Column("edited_params", JSONType, nullable=True),
+    # The untrusted text in front of the model when it asked (why a person must decide).
+    sa.Column("untrusted", JSONType, nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("expires_at", UTCDateTime, nullable=False),
     sa.Column("decided_at", UTCDateTime, nullable=True),

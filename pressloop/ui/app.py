@@ -8,7 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
-from pressloop.ui.pages import chat, operations, overview, runs, settings, signin
+from pressloop.ui.pages import chat, operations, overview, runs, settings, signin, tokens
 from pressloop.ui.session import SignInRequired, sign_in_url
 
 STATIC = Path(__file__).parent / "static"
@@ -22,5 +22,5 @@ async def _to_sign_in(_request: Request, exc: Exception) -> RedirectResponse:
 def mount_ui(app: FastAPI) -> None:
     app.add_exception_handler(SignInRequired, _to_sign_in)
     app.mount("/ui/static", StaticFiles(directory=STATIC), name="ui-static")
-    for module in (signin, chat, overview, runs, operations, settings):
+    for module in (signin, chat, overview, runs, operations, settings, tokens):
         app.include_router(module.router, include_in_schema=False)

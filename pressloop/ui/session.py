@@ -1,4 +1,6 @@
-"""Signing in to the UI: an API token, checked once and then kept in an HttpOnly cookie."""
+"""Signing in to the UI: an API token, checked once, opens a server-side session whose random id
+is kept in an HttpOnly cookie (the token itself never is). Failed sign-ins are throttled per
+client address."""
 
 from __future__ import annotations
 
@@ -7,7 +9,8 @@ from urllib.parse import quote
 
 from fastapi import Depends, Request
 
-from pressloop.api.auth import SESSION_COOKIE, has_role, service_of
+from pressloop.api.auth import SESSION_COOKIE, access_of, has_role, service_of
+from pressloop.api.throttle import SignInThrottle
 from pressloop.store.records import TokenRecord
 
 
@@ -20,12 +23,30 @@ class SignInRequired(Exception):
 
 
 async def signed_in(request: Request) -> TokenRecord:
-    token = request.cookies.get(SESSION_COOKIE)
-    record = await service_of(request).authenticate(token) if token else None
+    session_id = request.cookies.get(SESSION_COOKIE)
+    record = await access_of(request).session_token(session_id) if session_id else None
     if record is None:
         query = f"?{request.url.query}" if request.url.query else ""
         raise SignInRequired(request.url.path + query)
     return record
+
+
+def throttle_of(request: Request) -> SignInThrottle:
+    """The app's count of failed sign-ins per address (made once, on the service's clock)."""
+    throttle: SignInThrottle | None = getattr(request.app.state, "sign_in_throttle", None)
+    if throttle is None:
+        service = service_of(request)
+        throttle = SignInThrottle(
+            now=service.now,
+            max_failures=service.settings.sign_in_max_failures,
+            window_s=service.settings.sign_in_window_s,
+        )
+        request.app.state.sign_in_throttle = throttle
+    return throttle
+
+
+def client_address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
 
 
 def safe_next(path: str | None) -> str:

@@ -121,11 +121,14 @@ async def test_serve_makes_an_admin_token_on_first_start_and_serves_the_api(
                 line = (await process.stdout.readline()).decode()
                 assert line, "".join(output)
                 output.append(line)
-        printed = re.search(r"Admin token: (plt_\S+) \(saved to (.+)\)", "".join(output))
+        # The token is only in its file (0600); the output says where, never the token.
+        printed = re.search(r"saved to (\S+admin-token) \(mode 0600", "".join(output))
         assert printed is not None, "".join(output)
-        token, saved = printed.group(1), Path(printed.group(2))
+        saved = Path(printed.group(1))
         assert saved == tmp_path / "data" / "admin-token"
-        assert read_secret(saved) == (token, 0o600)
+        token, mode = read_secret(saved)
+        assert token.startswith("plt_") and mode == 0o600
+        assert token not in "".join(output)
         assert f"http://127.0.0.1:{port}" in "".join(output)
         # With no PRESSLOOP_WP_URL, serve starts a local WordPress for the agent to act on.
         site = re.search(

@@ -18,7 +18,6 @@ from pressloop.engine.ports import PromptContext
 from pressloop.engine.prompt import system_prompt
 from pressloop.providers.base import ModelRequest
 from pressloop.providers.local.provider import LocalProvider
-from pressloop.providers.local.schema import grammar_schema
 from pressloop.runtime.wiring import default_actions
 from tests.local.conftest import MODEL_TEST_TIMEOUT_S
 
@@ -106,11 +105,12 @@ async def test_an_answer_cut_off_by_max_tokens_becomes_a_clear_reply_without_act
     assert "could not produce a usable answer" in decision.reply
 
 
-def test_the_grammar_of_every_action_is_accepted_by_llama_cpp(
+async def test_the_grammar_of_every_action_is_accepted_by_llama_cpp(
     local_provider: LocalProvider,
 ) -> None:
     # Every built-in action and the whole WordPress pack in one decision grammar: llama.cpp
     # parses it (a grammar it refused would crash the process at sampling time).
     entries = Registry(default_actions(wordpress=True)).catalog()
-    schema = grammar_schema(decision_schema([(e.name, e.params_schema) for e in entries]))
-    assert local_provider.local_model.grammar(json.dumps(schema)) is not None
+    await local_provider.check_grammar(
+        decision_schema([(e.name, e.params_schema) for e in entries])
+    )

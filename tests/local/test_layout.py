@@ -10,7 +10,7 @@ from pressloop.engine.ports import PromptContext
 from pressloop.engine.prompt import system_prompt
 from pressloop.providers.base import ModelRequest
 from pressloop.providers.local.catalog import LOCAL_NOTES, split_system
-from pressloop.providers.local.provider import stable_count, to_messages
+from pressloop.providers.local.messages import stable_count, to_messages
 
 ENTRIES = Registry(WORDPRESS_ACTIONS).catalog()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,8 +21,11 @@ from pressloop.engine.ports import PromptContext
 from pressloop.engine.prompt import system_prompt
 from pressloop.local_model import ModelPlace, prepare
 from pressloop.providers.base import ModelRequest
+from pressloop.providers.local import build_local_provider
+from pressloop.providers.local.messages import stable_count, to_messages
 from pressloop.providers.local.model import LocalModel, ModelOptions
-from pressloop.providers.local.provider import stable_count, to_messages
+from pressloop.providers.local.prefix import read_header
+from pressloop.providers.local.provider import LocalProvider
 from pressloop.providers.local.schema import grammar_schema
 from tests.cli.conftest import ISOLATED, command
 from tests.local.conftest import MODEL_TEST_TIMEOUT_S, Prepared, run_prepare
@@ -78,6 +82,7 @@ def test_doctor_says_whether_the_current_catalogs_state_is_saved(
     assert line.split()[0] == "ok", line
     assert "built (llama-cpp-python" in line and "hash ok" in line and "loads in" in line
     assert "saved prompt state for the current catalog" in line, line
+    assert "llama.cpp CPU variant" in line and "matches this machine" in line, line
 
     # The model file is there (linked from the cache) but the state was never saved.
     bare = local_settings.model_copy(update={"data_dir": tmp_path})
@@ -85,6 +90,20 @@ def test_doctor_says_whether_the_current_catalogs_state_is_saved(
     line, hint = doctor_line(bare)
     assert line.split()[0] == "warn", line
     assert "no saved prompt state for the current catalog" in line, line
+    assert "python -m pressloop.local_model prepare" in hint, hint
+
+    # The state prepared on a machine whose CPU took another variant (the data directory
+    # copied over): doctor says it does not match, and it is not loaded.
+    (state,) = (prepared.settings.data_dir / "models" / "prefix-states").glob("*.kv")
+    magic, header, rest = state.read_bytes().split(b"\n", 2)
+    elsewhere = {**json.loads(header), "cpu_variant": "sapphirerapids-elsewhere"}
+    copied = bare.data_dir / "models" / "prefix-states" / state.name
+    copied.parent.mkdir(parents=True, exist_ok=True)
+    copied.write_bytes(magic + b"\n" + json.dumps(elsewhere).encode() + b"\n" + rest)
+    line, hint = doctor_line(bare)
+    assert line.split()[0] == "warn", line
+    assert "does not match this machine" in line, line
+    assert "cpu_variant 'sapphirerapids-elsewhere'" in line, line
     assert "python -m pressloop.local_model prepare" in hint, hint
 
 
@@ -145,3 +164,65 @@ def test_an_unreadable_saved_state_is_read_again_and_saved_again(
     finally:
         restarted.close()
     assert [a.name for a in parse_json_decision(second).actions] == ["list_plugins"], second
+
+
+def best_variant() -> tuple[str, dict[str, int]]:
+    done = subprocess.run(
+        [sys.executable, "-m", "pressloop.providers.local.backends"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    report = json.loads(done.stdout)
+    return str(report["variant"]), dict(report["offered"])
+
+
+async def decide_once(settings: Settings) -> LocalProvider:
+    """One decision through the model's own process, as the service asks; the provider closed."""
+    provider = build_local_provider(settings)
+    try:
+        response = await provider.complete(small_request())
+    finally:
+        await provider.aclose()
+    assert [a.name for a in parse_json_decision(response.text).actions] == ["list_plugins"]
+    return provider
+
+
+@pytest.mark.timeout(MODEL_TEST_TIMEOUT_S)
+async def test_a_state_saved_under_another_cpu_variant_or_llama_cpp_is_refused_and_rebuilt(
+    local_settings: Settings, tmp_path: Path
+) -> None:
+    best, offered = best_variant()
+    # Another variant this CPU runs, fast enough to read a prompt (AVX2 on every x86-64 server
+    # of the last decade; on arm64 the plain armv8.0 build).
+    other = next(
+        (v for v in ("haswell", "sse42", "armv8.0_1", "armv8.2_1") if offered.get(v) and v != best),
+        None,
+    )
+    assert other is not None, offered
+    settings = local_settings.model_copy(update={"data_dir": tmp_path, "local_cpu_variant": other})
+    prepare(ModelPlace.from_settings(settings))
+    written = await decide_once(settings)  # reads the prompt, saves its state
+    assert written.prefix_restored == 0
+    (saved,) = (tmp_path / "models" / "prefix-states").glob("*.kv")
+    assert read_header(saved)["cpu_variant"] == other  # type: ignore[index]
+
+    here = settings.model_copy(update={"local_cpu_variant": None})
+    refused = await decide_once(here)
+    assert refused.prefix_restored == 0  # never loaded
+    assert refused.prefix_refused is not None and f"cpu_variant {other!r}" in refused.prefix_refused
+    header = read_header(saved)
+    assert header is not None and header["cpu_variant"] == best  # rebuilt for this machine
+
+    # The same state claimed by another llama.cpp version: refused too.
+    data = saved.read_bytes()
+    magic, header_line, state = data.split(b"\n", 2)
+    claimed = {**json.loads(header_line), "llama_cpp": "0.0.1"}
+    saved.write_bytes(magic + b"\n" + json.dumps(claimed).encode() + b"\n" + state)
+    refused = await decide_once(here)
+    assert refused.prefix_restored == 0
+    assert refused.prefix_refused is not None and "llama_cpp '0.0.1'" in refused.prefix_refused
+
+    restored = await decide_once(here)  # the state rebuilt just now is the one loaded
+    assert restored.prefix_restored == 1, restored.prefix_refused

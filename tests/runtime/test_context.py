@@ -68,9 +68,10 @@ async def test_a_batch_reads_each_runs_own_context(
     assert first.agent is not None and first.agent.id == "default"
     assert second.agent is not None and second.agent.instructions == "Rhyme."
     # Memories of the run's agent, the most relevant to its message first.
-    assert first.memories[0] == "The owner likes teal."
-    assert second.memories == ["Sonnets only."]
-    assert third.memories[0] == "Posts go out on Mondays."
+    assert first.memories[0].content == "The owner likes teal."
+    assert [m.content for m in second.memories] == ["Sonnets only."]
+    assert third.memories[0].content == "Posts go out on Mondays."
+    assert not any(m.untrusted for c in contexts.values() for m in c.memories)
     # ann used her 3 actions today; bo has room.
     assert first.refusal is not None and "user ann" in first.refusal.message
     assert second.refusal is None and third.refusal is None

@@ -181,11 +181,12 @@ def start_server(tmp_path: Path, wordpress: LocalSite) -> Iterator[StartServer]:
         process = launch()
         url = f"http://127.0.0.1:{port}"
         wait_until_healthy(url, process, log)
-        token = re.search(r"Admin token: (plt_\S+)", log.read_text())
-        assert token is not None, log.read_text()
+        # The first admin token is only in its file (0600), never in the serve log.
+        token = (home / "data" / "admin-token").read_text(encoding="utf-8").strip()
+        assert token.startswith("plt_") and token not in log.read_text(), log.read_text()
         server = Server(
             url=url,
-            admin_token=token.group(1),
+            admin_token=token,
             process=process,
             log=log,
             site=wordpress,

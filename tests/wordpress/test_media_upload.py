@@ -119,6 +119,7 @@ async def test_a_file_from_a_url_lands_in_the_media_library(allowed: Uploader, f
     assert done.status is S.SUCCEEDED, done.content
     item = done.data
     assert item["mime_type"] == "image/png" and f"from {files}/moved" in done.summary
+    assert item["host_allowed"] is False  # 127.0.0.1 is not on PRESSLOOP_NET_ALLOW
     stored = await allowed.client.get(f"/wp/v2/media/{item['id']}")
     assert (stored["alt_text"], stored["title"]["raw"]) == ("A red dot", "Dot")
     assert stored["source_url"].endswith("/dot.png")  # the name after the redirect

@@ -180,6 +180,7 @@ COMMENT_ACTIONS = (
         description="List comments (text, author, status) by status and post. Text is public.",
         params=ListCommentsParams,
         risk=Risk.READ,
+        untrusted_output=True,  # the public writes comments
         handler=list_comments,
     ),
     ActionSpec(

@@ -127,6 +127,7 @@ MEDIA_ACTIONS = (
         description="List the media library (id, title, URL, type, alt text).",
         params=ListMediaParams,
         risk=Risk.READ,
+        untrusted_output=True,  # titles, captions, alt text: whoever uploaded writes them
         handler=list_media,
     ),
     ActionSpec(

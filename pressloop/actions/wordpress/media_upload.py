@@ -1,10 +1,11 @@
 """`upload_media`: a file into the media library, from a URL or from base64-encoded bytes.
 
-From a URL, Pressloop fetches the file itself under `web_fetch`'s rules (`fetch_public`: private
-and loopback addresses refused unless PRESSLOOP_WEB_FETCH_ALLOW_PRIVATE, every redirect hop
-checked), refuses files over PRESSLOOP_MEDIA_MAX_BYTES before or while downloading them, and
-accepts only media and document types (a web page or an SVG, which can carry scripts, is
-refused). WordPress then checks the file again against its own list of allowed types.
+From a URL, Pressloop fetches the file itself under `web_fetch`'s rules (`pressloop.actions.net`:
+only public addresses unless PRESSLOOP_WEB_FETCH_ALLOW_PRIVATE, the connection pinned to the
+checked address, every redirect hop checked; the result's `host_allowed` says whether the host is
+on PRESSLOOP_NET_ALLOW), refuses files over PRESSLOOP_MEDIA_MAX_BYTES before or while downloading
+them, and accepts only media and document types (a web page or an SVG, which can carry scripts,
+is refused). WordPress then checks the file again against its own list of allowed types.
 
 Undo deletes the uploaded item. Reconcile: by the step's marker where the site has the
 `pressloop-calls.php` mu-plugin; otherwise the newest item of that file name and type uploaded
@@ -24,8 +25,8 @@ from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from pressloop.actions.net import Fetched, fetch_public
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
-from pressloop.actions.web import fetch_public
 from pressloop.actions.wordpress.client import WordPressClient
 from pressloop.actions.wordpress.common import site
 from pressloop.actions.wordpress.markers import marked, marker_headers
@@ -84,8 +85,8 @@ def _name_from(url: str, kind: str) -> str:
     return name
 
 
-async def _fetch_file(url: str, services: ActionServices) -> tuple[bytes, str, str]:
-    """The file at `url`: its bytes, type and a file name, or a clear refusal."""
+async def _fetch_file(url: str, services: ActionServices) -> tuple[Fetched, str]:
+    """The file at `url` and its type, or a clear refusal."""
     fetched = await fetch_public(url, services, max_bytes=_max_bytes(services), cut=False)
     kind = fetched.content_type.split(";", 1)[0].strip().lower()
     if not kind or kind.startswith(_REFUSED) or not kind.startswith(_MEDIA + _DOCUMENTS):
@@ -93,15 +94,17 @@ async def _fetch_file(url: str, services: ActionServices) -> tuple[bytes, str, s
             f"{fetched.url} is {kind or 'of no stated type'}, not an image, audio, video or "
             "document file: only those are uploaded to the media library"
         )
-    return fetched.body, kind, _name_from(fetched.url, kind)
+    return fetched, kind
 
 
 async def upload_media(
     params: UploadMediaParams, context: ActionContext, services: ActionServices
 ) -> ActionResult:
     kind: str | None = None
+    fetched: Fetched | None = None
     if params.url is not None:
-        data, kind, name = await _fetch_file(params.url, services)
+        fetched, kind = await _fetch_file(params.url, services)
+        data, name = fetched.body, _name_from(fetched.url, kind)
     else:
         try:
             data = base64.b64decode(params.data_base64 or "", validate=True)
@@ -122,6 +125,8 @@ async def upload_media(
         )
     )
     source = f" from {params.url}" if params.url else ""
+    if fetched is not None:
+        item["host_allowed"] = fetched.host_allowed  # the URL's host is on PRESSLOOP_NET_ALLOW
     return ActionResult(content=item, summary=f"uploaded media #{item['id']} {item['url']}{source}")
 
 

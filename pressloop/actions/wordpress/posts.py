@@ -304,6 +304,7 @@ POST_ACTIONS: tuple[ActionSpec, ...] = (
         + _TYPE_NOTE,
         params=ListPostsParams,
         risk=Risk.READ,
+        untrusted_output=True,  # titles: authors and contributors write them
         handler=list_posts,
     ),
     ActionSpec(
@@ -312,6 +313,7 @@ POST_ACTIONS: tuple[ActionSpec, ...] = (
         + _TYPE_NOTE,
         params=GetPostParams,
         risk=Risk.READ,
+        untrusted_output=True,
         handler=get_post,
     ),
     ActionSpec(

@@ -183,6 +183,15 @@ class UpdateSettingsParams(BaseModel):
         return self
 
 
+# Settings that decide who gets in or where the site is: the admin email (password resets and
+# notices), registration and its default role, the site's addresses.
+ACCESS_SETTINGS = frozenset({"email", "users_can_register", "default_role", "url", "home"})
+
+
+def changes_access(params: UpdateSettingsParams, _services: ActionServices) -> bool:
+    return bool(ACCESS_SETTINGS & params.changes().keys())
+
+
 async def get_settings(
     _params: NoParams, _c: ActionContext, services: ActionServices
 ) -> ActionResult:
@@ -252,6 +261,7 @@ SETTINGS_PLUGIN_ACTIONS = (
         description="List installed plugins: file id, name, status (active or inactive).",
         params=ListPluginsParams,
         risk=Risk.READ,
+        untrusted_output=True,  # names and descriptions: third-party text
         handler=list_plugins,
     ),
     ActionSpec(
@@ -259,6 +269,7 @@ SETTINGS_PLUGIN_ACTIONS = (
         description="Activate an installed plugin." + _PLUGIN_DOC,
         params=PluginParams,
         risk=Risk.WRITE,
+        sensitive=True,
         handler=_switch("active"),
         preview=_status_preview("active"),
         snapshot=status_before,
@@ -269,6 +280,7 @@ SETTINGS_PLUGIN_ACTIONS = (
         description="Deactivate an active plugin." + _PLUGIN_DOC,
         params=PluginParams,
         risk=Risk.DESTRUCTIVE,
+        sensitive=True,
         handler=_switch("inactive"),
         preview=_status_preview("inactive"),
         snapshot=status_before,
@@ -279,6 +291,7 @@ SETTINGS_PLUGIN_ACTIONS = (
         description="Delete an inactive plugin's files. Cannot be undone." + _PLUGIN_DOC,
         params=PluginParams,
         risk=Risk.DESTRUCTIVE,
+        sensitive=True,
         handler=delete_plugin,
         preview=delete_plugin_preview,
     ),
@@ -287,6 +300,7 @@ SETTINGS_PLUGIN_ACTIONS = (
         description="Read the site's general settings (title, tagline, timezone, formats...).",
         params=NoParams,
         risk=Risk.READ,
+        untrusted_output=True,
         handler=get_settings,
     ),
     ActionSpec(
@@ -294,6 +308,7 @@ SETTINGS_PLUGIN_ACTIONS = (
         description="Change site settings; only the fields given change.",
         params=UpdateSettingsParams,
         risk=Risk.DESTRUCTIVE,
+        sensitive=changes_access,
         handler=update_settings,
         preview=settings_preview,
         snapshot=settings_before,
@@ -304,6 +319,7 @@ SETTINGS_PLUGIN_ACTIONS = (
         description="List installed themes, with the active one marked.",
         params=NoParams,
         risk=Risk.READ,
+        untrusted_output=True,
         handler=list_themes,
     ),
 )

@@ -1,12 +1,19 @@
 """SITE_CONTEXT: what the agent should know about the site before it acts.
 
-Name, URL, description, post types, plugins (name, file, active), themes and the active one, and
-the palette from the active theme's global styles where the site has them. Cached for a few
-minutes; actions that change any of it (plugins, themes, settings) clear the cache.
+Name, URL, description, post types, plugins (file, active), themes and the active one, and the
+palette from the active theme's global styles where the site has them. Cached for a few minutes;
+actions that change any of it (plugins, themes, settings) clear the cache.
+
+It sits in every system prompt, so it holds only what the owner sets (the site's name, address
+and tagline, short) and identifiers (plugin files, theme and post type slugs, colours), never
+third-party prose: plugin and theme names and descriptions are written by their authors, and
+would otherwise reach every turn unmarked. `get_site_context`, with the names, is an untrusted
+read like `list_plugins`.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -70,25 +77,39 @@ async def read_site_context(client: WordPressClient) -> dict[str, Any]:
     }
 
 
+_NOT_SLUG = re.compile(r"[^a-z0-9._/-]+")
+_NOT_WORD = re.compile(r"[^\w #(),.%-]+")
+
+
+def _slug(value: Any) -> str:
+    return _NOT_SLUG.sub("", str(value or "").lower())[:80]
+
+
+def _word(value: Any, limit: int = 30) -> str:
+    return " ".join(_NOT_WORD.sub(" ", str(value or "")).split())[:limit]
+
+
+def _owner_text(value: Any, limit: int = 200) -> str:
+    return " ".join(str(value or "").split())[:limit]
+
+
 def render(context: dict[str, Any]) -> str:
+    plugins = "; ".join(
+        f"[{_slug(p.get('plugin'))}] {'active' if p.get('active') else 'inactive'}"
+        for p in context.get("plugins") or []
+    )
+    themes = ", ".join(_slug(t) for t in context.get("themes") or [] if t)
     lines = [
-        f"Site: {context.get('name')} ({context.get('url')})",
-        f"Description: {context.get('description') or '-'}",
-        f"Post types: {', '.join(context.get('post_types') or []) or '-'}",
-        "Plugins: "
-        + (
-            "; ".join(
-                f"{p['name']} [{p['plugin']}] {'active' if p['active'] else 'inactive'}"
-                for p in context.get("plugins") or []
-            )
-            or "-"
-        ),
-        f"Themes: {', '.join(t for t in context.get('themes') or [] if t) or '-'}"
-        f" (active: {context.get('active_theme') or '-'})",
+        f"Site: {_owner_text(context.get('name'))} ({_owner_text(context.get('url'))})",
+        f"Description: {_owner_text(context.get('description')) or '-'}",
+        f"Post types: {', '.join(_slug(t) for t in context.get('post_types') or []) or '-'}",
+        f"Plugins: {plugins or '-'}",
+        f"Themes: {themes or '-'} (active: {_slug(context.get('active_theme')) or '-'})",
     ]
     if context.get("palette"):
         lines.append(
-            "Palette: " + ", ".join(f"{c['name']} {c['color']}" for c in context["palette"])
+            "Palette: "
+            + ", ".join(f"{_word(c['name'])} {_word(c['color'], 40)}" for c in context["palette"])
         )
     return "\n".join(lines)
 
@@ -131,6 +152,7 @@ SITE_CONTEXT_ACTIONS = (
         description="Read the site's name, URL, post types, plugins, themes and palette again.",
         params=NoParams,
         risk=Risk.READ,
+        untrusted_output=True,  # plugin and theme names: third-party text
         handler=get_site_context,
     ),
 )

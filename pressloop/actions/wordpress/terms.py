@@ -214,6 +214,7 @@ TERM_ACTIONS: tuple[ActionSpec, ...] = (
         description="List or search the site's categories (id, name, slug, post count).",
         params=ListTermsParams,
         risk=Risk.READ,
+        untrusted_output=True,
         handler=_listing("category"),
     ),
     ActionSpec(
@@ -238,6 +239,7 @@ TERM_ACTIONS: tuple[ActionSpec, ...] = (
         description="List or search the site's tags (id, name, slug, post count).",
         params=ListTermsParams,
         risk=Risk.READ,
+        untrusted_output=True,
         handler=_listing("tag"),
     ),
     ActionSpec(

@@ -17,6 +17,7 @@ from pressloop.actions.wordpress.common import site
 from pressloop.actions.wordpress.markers import marked, marker_headers
 from pressloop.contracts import ActionContext, Risk
 from pressloop.errors import ActionError
+from pressloop.redaction import SECRET_FIELD
 
 
 class UserRef(BaseModel):
@@ -54,7 +55,10 @@ class CreateUserParams(BaseModel):
     username: str = Field(min_length=1, max_length=60, description="The login name.")
     email: str = Field(min_length=3, description="The user's email address.")
     password: str | None = Field(
-        default=None, min_length=8, description="Password; a strong random one if omitted."
+        default=None,
+        min_length=8,
+        description="Password; a strong random one if omitted. Never stored or shown.",
+        json_schema_extra=SECRET_FIELD,
     )
     role: str = Field(
         default="subscriber",
@@ -90,6 +94,10 @@ class UpdateUserParams(UserRef):
         if not self.changes():
             raise ValueError("give at least one field to change")
         return self
+
+
+def changes_email(params: UpdateUserParams, _services: ActionServices) -> bool:
+    return params.new_email is not None
 
 
 def compact(user: dict[str, Any]) -> dict[str, Any]:
@@ -249,6 +257,7 @@ USER_ACTIONS = (
         description="List the site's users (id, login, email, name, roles), by role or search.",
         params=ListUsersParams,
         risk=Risk.READ,
+        untrusted_output=True,  # names and descriptions: every user writes their own
         handler=list_users,
     ),
     ActionSpec(
@@ -256,6 +265,7 @@ USER_ACTIONS = (
         description="Get one user by exactly one of id, email or login.",
         params=UserRef,
         risk=Risk.READ,
+        untrusted_output=True,
         handler=get_user,
     ),
     ActionSpec(
@@ -263,6 +273,7 @@ USER_ACTIONS = (
         description="Create a user (default role subscriber; a random password if none given).",
         params=CreateUserParams,
         risk=Risk.WRITE,
+        sensitive=True,  # grants access
         handler=create_user,
         reconcile=user_created,
         undo=undo_create_user,
@@ -272,6 +283,7 @@ USER_ACTIONS = (
         description="Change a user's profile (email, names, url, bio); not the role.",
         params=UpdateUserParams,
         risk=Risk.WRITE,
+        sensitive=changes_email,  # the email is how an account is recovered
         handler=update_user,
         preview=update_user_preview,
         snapshot=update_user_snapshot,

@@ -22,7 +22,9 @@ from llama_cpp import llama_chat_format
 from llama_cpp.llama_grammar import LlamaGrammar
 
 from pressloop.errors import ProviderError
+from pressloop.providers.local.backends import CpuBackend, load_cpu_backend
 from pressloop.providers.local.gbnf import schema_to_gbnf
+from pressloop.providers.local.generation import Generation
 from pressloop.providers.local.prefix import PrefixStore
 
 # llama.cpp's settings for 2 cores, measured with `bench/local_model.py --tuning` (docs/
@@ -40,15 +42,7 @@ class ModelOptions:
     context_tokens: int
     batch_tokens: int
     prefix_dir: Path | None = None  # where the system prompt's state is kept between starts
-
-
-@dataclass(kw_only=True, frozen=True)
-class Generation:
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    finish_reason: str | None
-    seconds: float
+    cpu_variant: str | None = None  # llama.cpp's CPU variant to load (None: the best one)
 
 
 class LocalModel:
@@ -56,6 +50,8 @@ class LocalModel:
 
     def __init__(self, options: ModelOptions) -> None:
         self.options = options
+        # Before any model is loaded: llama.cpp has no CPU backend until one is chosen.
+        self.backend: CpuBackend = load_cpu_backend(options.cpu_variant)
         self._llama: llama_cpp.Llama | None = None
         self._grammars: dict[str, LlamaGrammar] = {}
         self.load_seconds: float | None = None
@@ -69,7 +65,14 @@ class LocalModel:
                 f"{options.path.name}:{info.st_size}:{info.st_mtime_ns}:{options.context_tokens}"
                 f":fa={int(FLASH_ATTENTION)}"  # the cache's layout differs with flash attention
             )
-            self.prefixes = PrefixStore(options.prefix_dir, model_key=key)
+            self.prefixes = PrefixStore(
+                options.prefix_dir,
+                model_key=key,
+                environment={
+                    "llama_cpp": self.backend.llama_cpp_version,
+                    "cpu_variant": self.backend.chosen.name,
+                },
+            )
         self.prefix_restored = 0
 
     @property

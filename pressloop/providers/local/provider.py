@@ -1,10 +1,12 @@
-"""`PRESSLOOP_PROVIDER=local`: a GGUF model in-process through llama.cpp, fully offline.
+"""`PRESSLOOP_PROVIDER=local`: a GGUF model through llama.cpp, fully offline, in its own process.
 
 The model has no native tool calling, so the engine speaks the JSON decision protocol to it and
-sends the decision schema in `ModelRequest.response_schema`; here that schema becomes a grammar,
-so every complete answer is a valid decision. One model object serves one request at a time: a
-single worker thread runs llama.cpp (the event loop stays free), the requests queue in front of
-it, and llama.cpp uses every core for that one request.
+sends the decision schema in `ModelRequest.response_schema`; the model process turns that schema
+into a grammar, so every complete answer is a valid decision. The model runs in a process of its
+own (`model_process.py`): if llama.cpp dies, the run gets a retryable error and the service goes
+on. One request at a time: a single worker thread talks to the process (the event loop stays
+free), the requests queue in front of it, and llama.cpp uses every core for that one request. A
+request whose run is cancelled is dropped while it waits, and stopped while it runs.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from pressloop.contracts import Message, Role, Usage
+from pressloop.contracts import Usage
 from pressloop.providers.base import (
     ModelRequest,
     ModelResponse,
@@ -23,8 +25,8 @@ from pressloop.providers.base import (
     StreamPart,
     TextDelta,
 )
-from pressloop.providers.local.catalog import example_turns, split_system
-from pressloop.providers.local.model import Generation, LocalModel
+from pressloop.providers.local.generation import Generation
+from pressloop.providers.local.model_process import ModelProcess
 from pressloop.providers.local.schema import (
     action_names,
     fallback_answer,
@@ -34,14 +36,16 @@ from pressloop.providers.local.schema import (
 
 
 class LocalProvider:
-    def __init__(self, model: LocalModel, *, name: str, max_tokens: int) -> None:
-        self._model = model
+    def __init__(self, process: ModelProcess, *, name: str, max_tokens: int) -> None:
+        self._process = process
         self._name = name
         self._max_tokens = max_tokens
         # The single worker thread is the queue: requests run one at a time, in arrival order,
         # and a request cancelled while it waits is dropped before it starts.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pressloop-llama")
         self.last: Generation | None = None
+        self.prefix_restored = 0  # the model process's restores of a saved prompt state
+        self.prefix_refused: str | None = None  # why the last saved state found was refused
 
     @property
     def name(self) -> str:
@@ -57,20 +61,42 @@ class LocalProvider:
         return False
 
     @property
-    def local_model(self) -> LocalModel:
-        return self._model
+    def process(self) -> ModelProcess:
+        return self._process
 
     async def load(self) -> float:
         """Load the model now (instead of on the first request); returns the seconds it took."""
-        await self._in_thread(self._model.load)
-        return self._model.load_seconds or 0.0
+        result = await self._call("load", {})
+        return float(result.get("seconds") or 0.0)
+
+    async def info(self) -> dict[str, Any]:
+        """The model process's CPU backend, llama.cpp's system info, its load time."""
+        return await self._call("info", {})
+
+    async def prompt_state(self, action_packs: str) -> dict[str, Any]:
+        """Whether the default catalog's system prompt state is saved and loadable here."""
+        return await self._call("prompt_state", {"action_packs": action_packs})
+
+    async def check_grammar(self, schema: dict[str, Any]) -> None:
+        """Have llama.cpp build the decision grammar of `schema` (raises if it refuses it)."""
+        await self._call("grammar", {"schema_json": json.dumps(grammar_schema(schema))})
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         schema = grammar_schema(request.response_schema) if request.response_schema else None
-        schema_json = json.dumps(schema, sort_keys=False) if schema else None
         max_tokens = min(request.max_output_tokens or self._max_tokens, self._max_tokens)
-        generation = await self._in_thread(self._generate, request, schema_json, max_tokens)
+        result = await self._call(
+            "generate",
+            {
+                "system": request.system,
+                "messages": [m.model_dump(mode="json") for m in request.messages],
+                "schema_json": json.dumps(schema, sort_keys=False) if schema else None,
+                "max_tokens": max_tokens,
+            },
+        )
+        generation = Generation(**result["generation"])
         self.last = generation
+        self.prefix_restored = int(result.get("prefix_restored") or 0)
+        self.prefix_refused = result.get("prefix_refused")
         text = generation.text
         if schema is not None:
             problem = problem_with(text, action_names(schema))
@@ -87,17 +113,6 @@ class LocalProvider:
             model=self._name,
         )
 
-    def _generate(
-        self, request: ModelRequest, schema_json: str | None, max_tokens: int
-    ) -> Generation:
-        messages = to_messages(request, late_system=self._model.takes_late_system())
-        return self._model.generate(
-            [{"role": m["role"], "content": m["content"]} for m in messages],
-            schema_json=schema_json,
-            max_tokens=max_tokens,
-            stable=stable_count(messages),
-        )
-
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         # A decision is read whole (the engine streams no JSON-protocol text), so the answer is
         # generated at once and handed over as one delta.
@@ -108,38 +123,20 @@ class LocalProvider:
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._process.close()
 
     async def aclose(self) -> None:
-        self.close()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        await asyncio.to_thread(self._process.close)
 
-    async def _in_thread(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+    async def _call(self, op: str, params: dict[str, Any]) -> dict[str, Any]:
+        ticket = object()  # which request is in flight, so a cancel stops only its own
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, lambda: function(*args, **kwargs))
-
-
-def to_messages(request: ModelRequest, *, late_system: bool = True) -> list[dict[str, str]]:
-    """Chat messages for the model's own chat template: the system prompt's stable part, the
-    worked examples, the rest of the system prompt (site, memories: as a second system message
-    when the template takes one, `late_system`), then the transcript."""
-    head, tail = split_system(request.system)
-    if tail and not late_system:
-        head, tail = f"{head}\n\n{tail}", ""
-    out = [{"role": "system", "content": head}] if head else []
-    out += example_turns(head)
-    if tail:
-        out.append({"role": "system", "content": tail})
-    for message in request.messages:
-        out.append({"role": _role(message), "content": message.content})
-    return out
-
-
-def _role(message: Message) -> str:
-    # The JSON protocol renders action results as user messages; a stray tool message is read
-    # the same way, since the chat template has no tool role without tools.
-    return "assistant" if message.role is Role.ASSISTANT else "user"
-
-
-def stable_count(messages: list[dict[str, str]]) -> int:
-    """How many leading messages are the same for every request: the system prompt's stable
-    part and the worked examples."""
-    return 1 + sum(1 for m in messages[1:] if m.get("example"))
+        future = loop.run_in_executor(self._executor, self._process.call, op, params, ticket)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            # Queued: the executor drops it. Running: the model process is ended now, and
+            # the next request starts a new one.
+            self._process.stop(ticket)
+            raise

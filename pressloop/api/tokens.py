@@ -1,0 +1,97 @@
+"""API tokens (admin only): create (optionally expiring), list, revoke.
+
+Neither a token nor its hash is ever answered, except the new token itself, once, on creation.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, Field
+
+from pressloop.api.auth import Admin, access_of
+from pressloop.api.schemas import Request as Body
+from pressloop.api.schemas import Role
+from pressloop.runtime.access import parse_duration
+from pressloop.store.tokens import AccessToken
+
+router = APIRouter(tags=["tokens"])
+
+TokenStatus = Literal["active", "expired", "revoked"]
+
+
+class TokenCreate(Body):
+    name: str = Field(min_length=1, max_length=200)
+    role: Role
+    expires_in: Annotated[
+        str | int | None,
+        Field(
+            description="How long the token lives: 30d, 12h, 90m, 1d12h or seconds. "
+            "Unset: until it is revoked.",
+            examples=["30d"],
+        ),
+    ] = None
+
+    def lifetime(self) -> timedelta | None:
+        return None if self.expires_in is None else parse_duration(str(self.expires_in))
+
+
+class TokenOut(BaseModel):
+    id: str
+    name: str
+    role: str
+    status: TokenStatus
+    created_at: datetime
+    expires_at: datetime | None
+    last_used_at: datetime | None = Field(
+        description="Written at most once a minute, so it may lag the latest use a little."
+    )
+    revoked_at: datetime | None
+
+    @classmethod
+    def of(cls, token: AccessToken, now: datetime) -> TokenOut:
+        status: TokenStatus = "revoked" if token.revoked_at else "active"
+        if status == "active" and not token.live(now):
+            status = "expired"
+        return cls(
+            id=token.id,
+            name=token.name,
+            role=token.role,
+            status=status,
+            created_at=token.created_at,
+            expires_at=token.expires_at,
+            last_used_at=token.last_used_at,
+            revoked_at=token.revoked_at,
+        )
+
+
+class TokenCreated(TokenOut):
+    token: str = Field(description="The token itself: shown this once, only its hash is kept.")
+
+
+@router.post("/v1/tokens", status_code=201)
+async def create_token(body: TokenCreate, request: Request, _who: Admin) -> TokenCreated:
+    """A new API token. The answer is the only time the token itself is shown."""
+    access = access_of(request)
+    record, plaintext = await access.create_token(
+        name=body.name, role=body.role, expires_in=body.lifetime()
+    )
+    return TokenCreated(**TokenOut.of(record, access.now()).model_dump(), token=plaintext)
+
+
+@router.get("/v1/tokens")
+async def list_tokens(request: Request, _who: Admin) -> list[TokenOut]:
+    """Every token, revoked and expired ones too (never the token or its hash)."""
+    access = access_of(request)
+    now = access.now()
+    return [TokenOut.of(t, now) for t in await access.list_tokens()]
+
+
+@router.delete("/v1/tokens/{token_id}", responses={404: {"description": "No such token."}})
+async def revoke_token(token_id: str, request: Request, _who: Admin) -> TokenOut:
+    """Revoke a token and end every UI session signed in with it, at once. Revoking a revoked
+    token answers it unchanged."""
+    access = access_of(request)
+    return TokenOut.of(await access.revoke_token(token_id), access.now())
