@@ -33,9 +33,11 @@ from pressloop.cli_render import (
 from pressloop.cli_schedules import schedules_app
 from pressloop.cli_tokens import token_app
 from pressloop.contracts import RunStatus, Trigger
+from pressloop.runtime.notices import PRESSLOOP
+from pressloop.store.records import RunRecord
 
 if TYPE_CHECKING:  # the runtime (SQLAlchemy, Alembic) is imported when a command needs it
-    pass
+    from pressloop.runtime.service import Service
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -113,6 +115,7 @@ def chat(
 async def _chat(message: str, thread_id: str | None) -> int:
     async with opened() as service:
         user = local_user()
+        await service.check_enabled()  # the kill switch: refused before a thread is made
         if thread_id is None:
             thread_id = (await service.create_thread(title=message[:80], created_by=user)).id
         submission = await service.submit(
@@ -139,7 +142,7 @@ async def _chat(message: str, thread_id: str | None) -> int:
                 await follower
         for event in await service.events(run_id, after=printer.last_seq):
             printer.show(event)
-        run = await service.run(run_id)
+        run = await _not_left_retrying(service, await service.run(run_id), printer)
         printer.summary(run)
         if run.status is RunStatus.QUEUED:
             errors.print(
@@ -153,6 +156,18 @@ async def _chat(message: str, thread_id: str | None) -> int:
             highlight=False,
         )
         return 1 if run.status in FAILED or run.status is RunStatus.QUEUED else 0
+
+
+async def _not_left_retrying(service: Service, run: RunRecord, printer: EventPrinter) -> RunRecord:
+    """A turn that failed and waits for a retry is cancelled: a person at a terminal is not
+    left with a run retrying behind them. Pressloop's notice (stored in the thread) says so."""
+    if run.status is not RunStatus.QUEUED or run.error is None:
+        return run
+    cancelled = await service.cancel(run.id)
+    messages = (await service.thread_detail(run.thread_id))["messages"]
+    if messages and messages[-1].name == PRESSLOOP:
+        printer.notice(messages[-1].content)
+    return cancelled
 
 
 # threads and runs ------------------------------------------------------------------------------
@@ -182,7 +197,8 @@ def threads_show(thread_id: str) -> None:
         for message in detail["messages"]:
             calls = " ".join(f"→ {c.name}" for c in message.tool_calls)
             text = f"{message.content} {calls}".strip()
-            console.print(f"[bold]{message.role.value:>9}[/] {escape(text)}", soft_wrap=True)
+            who = PRESSLOOP if message.name == PRESSLOOP else message.role.value
+            console.print(f"[bold]{who:>9}[/] {escape(text)}", soft_wrap=True)
         console.print(runs_table(detail["runs"]))
         if detail["children"]:
             console.print(threads_table(detail["children"]))
@@ -236,7 +252,7 @@ def runs_events(
 
 @runs_app.command("cancel")
 def runs_cancel(run_id: str) -> None:
-    """Cancel a queued or paused run; a running one stops at its next safe point."""
+    """Cancel a run: a queued or paused one at once, a running one within a second."""
     run_command(_control(run_id, "cancel"))
 
 
@@ -251,7 +267,7 @@ async def _control(run_id: str, verb: str) -> int:
         run = await (service.cancel(run_id) if verb == "cancel" else service.requeue(run_id))
     line = status_text(run.status)
     if verb == "cancel" and run.status is RunStatus.RUNNING:
-        line.append(" (asked to stop at its next safe point)")
+        line.append(" (stopping: asked to cancel, not stopped yet)")
     console.print(f"run {run.id}: ", line, soft_wrap=True)
     return 0
 

@@ -21,23 +21,46 @@ approvals_app = typer.Typer(
 
 
 def approvals_table(approvals: list[ApprovalRecord]) -> Table:
-    table = Table("id", "status", "action", "params", "asked by", "run", "expires / decided")
+    """One row an approval: the params the step runs with (marked when a person edited them;
+    `show` has the agent's), who asked (the person and the trigger) and what became of it."""
+    table = Table(
+        "id", "status", "action", "runs with", "asked by", "step", "run", "expires / decided"
+    )
     for a in approvals:
+        params = escape(compact(a.run_params, 60))
         table.add_row(
             a.id,
-            a.status,
+            a.status + (f" by {escape(a.decided_by)}" if a.decided_by else ""),
             a.action,
-            escape(compact(a.params, 60)),
-            a.trigger,
+            f"[bold]edited:[/] {params}" if _edited(a) else params,
+            escape(a.asked_by),
+            a.step or "",
             a.run_id,
             when(a.expires_at if a.status == "pending" else a.decided_at),
         )
     return table
 
 
+def _edited(approval: ApprovalRecord) -> bool:
+    return approval.edited_params is not None and approval.edited_params != approval.params
+
+
+def print_params(approval: ApprovalRecord) -> None:
+    """The params that run, and the agent's when a person edited them."""
+    if _edited(approval):
+        console.print(f"[bold]runs with (edited by {escape(approval.decided_by or '?')})[/]")
+        console.print_json(json.dumps(approval.run_params, default=str))
+        console.print("[bold]the agent asked for[/]")
+    else:
+        console.print("[bold]params[/]")
+    console.print_json(json.dumps(approval.params, default=str))
+
+
 @approvals_app.command("list")
 def approvals_list(
-    status: Annotated[str | None, typer.Option(help="pending, approved, rejected, expired")] = None,
+    status: Annotated[
+        str | None, typer.Option(help="pending, approved, rejected, expired, cancelled")
+    ] = None,
 ) -> None:
     """Pending approvals first, then the history."""
 
@@ -57,6 +80,12 @@ def approvals_show(approval_id: str) -> None:
         async with opened() as service:
             approval = await service.approvals.get(approval_id)
         console.print(approvals_table([approval]))
+        console.print(f"[bold]asked by[/] {escape(approval.asked_by)}", soft_wrap=True)
+        if approval.step_outcome is not None:
+            console.print(
+                f"[bold]step[/] {approval.step}: {escape(approval.step_outcome.summary)}",
+                soft_wrap=True,
+            )
         console.print(f"[bold]reason[/] {escape(approval.reason)}", soft_wrap=True)
         if approval.untrusted:
             sources = [UntrustedSource.model_validate(s) for s in approval.untrusted]
@@ -64,6 +93,8 @@ def approvals_show(approval_id: str) -> None:
                 f"[bold]untrusted content in front of the agent[/] {escape(taint_note(sources))}",
                 soft_wrap=True,
             )
+        print_params(approval)
+        console.print("[bold]preview[/]")
         console.print_json(json.dumps(approval.preview, default=str))
         return 0
 

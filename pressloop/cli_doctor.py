@@ -5,38 +5,21 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import sqlalchemy as sa
 from pydantic import ValidationError
 from rich.console import Console
-from rich.markup import escape
 from sqlalchemy.engine import make_url
 
+from pressloop.cli_check_provider import provider_check
+from pressloop.cli_checks import Check, Outcome, show, site_credentials
 from pressloop.config import Settings
 from pressloop.errors import ConfigurationError
 from pressloop.runtime.runner import KILL_SWITCH_SETTING
 from pressloop.store import migrate, settings_repo
 from pressloop.store.db import Database, normalise_url
 
-Outcome = Literal["ok", "fail", "warn", "info"]
-STYLE = {"ok": "green", "fail": "bold red", "warn": "yellow", "info": "blue"}
 DB_TIMEOUT_S = 10.0
-
-
-@dataclass(kw_only=True)
-class Check:
-    name: str
-    outcome: Outcome
-    detail: str
-    hint: str = ""
-
-
-def show(console: Console, check: Check) -> None:
-    mark = f"[{STYLE[check.outcome]}]{check.outcome:>4}[/]"
-    console.print(f"{mark}  [bold]{check.name}[/]: {escape(check.detail)}", soft_wrap=True)
-    if check.hint:
-        console.print(f"      hint: {escape(check.hint)}", soft_wrap=True, style="dim")
 
 
 async def run_checks(console: Console) -> int:
@@ -57,7 +40,7 @@ async def run_checks(console: Console) -> int:
     checks.append(await _provider(settings))
     checks.append(await _local_model(settings))
     checks.append(_kill_switch(settings, agent_disabled))
-    checks.append(_wordpress(settings))
+    checks.append(await site_credentials(settings))
     for check in checks:
         show(console, check)
     return 1 if any(c.outcome == "fail" for c in checks) else 0
@@ -129,11 +112,7 @@ async def _provider(settings: Settings) -> Check:
     close = getattr(provider, "aclose", None)
     if close is not None:
         await close()
-    return Check(
-        name="model provider",
-        outcome="ok",
-        detail=f"{provider.name}, model {provider.model}",
-    )
+    return await provider_check(settings, label=f"{provider.name}, model {provider.model}")
 
 
 async def _local_model(settings: Settings) -> Check:
@@ -247,22 +226,3 @@ def _kill_switch(settings: Settings, disabled_in_database: bool) -> Check:
             hint="unset it to let the agent run again",
         )
     return Check(name="kill switch", outcome="ok", detail="off: the agent may run")
-
-
-def _wordpress(settings: Settings) -> Check:
-    present = {
-        "PRESSLOOP_WP_URL": settings.wp_url,
-        "PRESSLOOP_WP_USER": settings.wp_user,
-        "PRESSLOOP_WP_APP_PASSWORD": settings.wp_app_password,
-    }
-    missing = [name for name, value in present.items() if not value]
-    if not missing:
-        return Check(
-            name="wordpress", outcome="info", detail=f"{settings.wp_url} as {settings.wp_user}"
-        )
-    return Check(
-        name="wordpress",
-        outcome="info",
-        detail="not configured; the site actions are not available",
-        hint=f"set {', '.join(missing)} (an Application Password) to act on a site",
-    )

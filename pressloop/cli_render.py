@@ -53,6 +53,7 @@ class EventPrinter:
         self.input_tokens = 0
         self.output_tokens = 0
         self._streaming = False
+        self._last_error: str | None = None
 
     def _line(self, text: Text | str) -> None:
         self._end_stream()
@@ -92,10 +93,26 @@ class EventPrinter:
                 self.input_tokens += int(data.get("input", 0))
                 self.output_tokens += int(data.get("output", 0))
             case EventType.ERROR:
-                retry = f" (retry at {data['retry_at']})" if data.get("retry_at") else ""
-                self._line(Text(f"error: {data.get('message', data)}{retry}", "bold red"))
-            case EventType.RUN_FINISHED | EventType.STEP:
+                self._error(data)
+            case EventType.RUN_FINISHED:
                 self._end_stream()
+                if data.get("notice"):
+                    self.notice(str(data["notice"]))
+            case EventType.STEP:
+                self._end_stream()
+
+    def notice(self, text: str) -> None:
+        """Pressloop's own words (a run that failed, died, was cancelled or waits)."""
+        self._line(Text.assemble(("Pressloop: ", "bold yellow"), text))
+
+    def _error(self, data: dict[str, Any]) -> None:
+        """An error once: a retry's event repeats the turn's error it follows."""
+        message = str(data.get("message", data))
+        if message == self._last_error:
+            return
+        self._last_error = message
+        retry = f" (retry at {data['retry_at']})" if data.get("retry_at") else ""
+        self._line(Text(f"error: {message}{retry}", "bold red"))
 
     def _message(self, data: dict[str, Any]) -> None:
         if "delta" in data:
@@ -103,6 +120,8 @@ class EventPrinter:
                 str(data["delta"]), end="", soft_wrap=True, highlight=False, markup=False
             )
             self._streaming = True
+        elif data.get("by") == "pressloop":
+            self.notice(str(data.get("text", "")))
         elif self._streaming:
             self._end_stream()  # the streamed deltas were this text
         elif data.get("text"):

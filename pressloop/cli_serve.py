@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pressloop.api import create_app
+from pressloop.cli_checks import site_credentials
 from pressloop.config import Settings
 from pressloop.errors import PressloopError
 from pressloop.private_files import private_dir, write_private
@@ -82,6 +83,18 @@ async def local_wordpress(
     ), site
 
 
+async def check_site(console: Console, settings: Settings) -> None:
+    """Sign in to the site once at start, so wrong credentials show now, as a warning, rather
+    than later as every site action's error (WordPress reads them as an anonymous visitor's)."""
+    check = await site_credentials(settings)
+    if check.outcome == "ok":
+        console.print(f"WordPress: signed in to {escape(check.detail)}", soft_wrap=True)
+        return
+    console.print(f"[bold yellow]Warning, WordPress:[/] {escape(check.detail)}", soft_wrap=True)
+    if check.hint:
+        console.print(f"  hint: {escape(check.hint)}", soft_wrap=True, style="dim")
+
+
 async def serve_api(
     console: Console,
     settings: Settings,
@@ -96,16 +109,22 @@ async def serve_api(
     private_dir(settings.data_dir)  # before anything is kept in it: the database, the site
     if wordpress:
         settings, site = await local_wordpress(console, settings)
+    if settings.wp_url:
+        await check_site(console, settings)
     service = await Service.open(settings)
     try:
         await first_admin_token(service, settings, console)
-        app = create_app(service, run_worker=True, run_scheduler=True)
+        # PRESSLOOP_SERVE_RUNS=0: no turn runs here, only in `pressloop worker` processes.
+        service.runs_turns = settings.serve_runs
+        app = create_app(service, run_worker=settings.serve_runs, run_scheduler=True)
         server = Server(uvicorn.Config(app, host=host, port=port, log_level="info"))
         address = f"http://{host}:{port}"
         console.print(f"Pressloop API on [bold]{address}[/] (docs at /docs)")
         first = (settings.data_dir / "admin-token").resolve()
         where = f"; the first admin token is in {escape(str(first))}" if first.exists() else ""
         console.print(f"Admin UI: [bold]{address}/ui[/] (sign in with an API token{where})")
+        if not settings.serve_runs:
+            console.print("Turns run only in `pressloop worker`s (PRESSLOOP_SERVE_RUNS=0)")
         await server.serve()
     finally:
         await service.close()

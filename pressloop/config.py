@@ -89,6 +89,11 @@ class Settings(BaseSettings):
     wp_retries: int = Field(default=2, validation_alias=_env("PRESSLOOP_WP_RETRIES"))
     wp_retry_base_s: float = Field(default=0.5, validation_alias=_env("PRESSLOOP_WP_RETRY_BASE"))
     wp_retry_cap_s: float = Field(default=8.0, validation_alias=_env("PRESSLOOP_WP_RETRY_CAP"))
+    # `pressloop doctor` and `pressloop serve`'s start: how long a check of the site's
+    # credentials or of the provider's key and address waits for an answer.
+    check_timeout_s: float = Field(
+        default=10.0, gt=0, validation_alias=_env("PRESSLOOP_CHECK_TIMEOUT")
+    )
     # Extra action packs: comma-separated modules, each with an ACTIONS list of ActionSpec.
     action_packs: str = Field(default="", validation_alias=_env("PRESSLOOP_ACTION_PACKS"))
 
@@ -171,17 +176,19 @@ class Settings(BaseSettings):
         default=3600.0, validation_alias=_env("PRESSLOOP_APPROVAL_EXPIRY")
     )
     # Daily budgets (0: no limit) and the per-user cooldown between messages (DESIGN.md 6).
+    # Sized for a person's working day with the full catalog (docs/configuration.md, Budgets;
+    # tests/runtime/test_budgets.py measures it): 100 turns of 2 model calls and 2 actions.
     budget_user_actions: int = Field(
-        default=50, validation_alias=_env("PRESSLOOP_BUDGET_USER_ACTIONS")
+        default=300, validation_alias=_env("PRESSLOOP_BUDGET_USER_ACTIONS")
     )
     budget_user_tokens: int = Field(
-        default=120_000, validation_alias=_env("PRESSLOOP_BUDGET_USER_TOKENS")
+        default=3_000_000, validation_alias=_env("PRESSLOOP_BUDGET_USER_TOKENS")
     )
     budget_site_actions: int = Field(
-        default=500, validation_alias=_env("PRESSLOOP_BUDGET_SITE_ACTIONS")
+        default=1_500, validation_alias=_env("PRESSLOOP_BUDGET_SITE_ACTIONS")
     )
     budget_site_tokens: int = Field(
-        default=1_200_000, validation_alias=_env("PRESSLOOP_BUDGET_SITE_TOKENS")
+        default=15_000_000, validation_alias=_env("PRESSLOOP_BUDGET_SITE_TOKENS")
     )
     cooldown_s: float = Field(default=5.0, validation_alias=_env("PRESSLOOP_COOLDOWN"))
     max_attempts: int = Field(default=5, validation_alias=_env("PRESSLOOP_MAX_ATTEMPTS"))
@@ -192,6 +199,13 @@ class Settings(BaseSettings):
     worker_concurrency: int = Field(
         default=8, validation_alias=_env("PRESSLOOP_WORKER_CONCURRENCY")
     )
+    # `pressloop serve` runs turns itself (its worker, and runs started by a request); off,
+    # only `pressloop worker` processes run them (docs/operations.md).
+    serve_runs: bool = Field(default=True, validation_alias=_env("PRESSLOOP_SERVE_RUNS"))
+    # Cancel (DESIGN.md section 8): how often a process looks for cancels asked elsewhere for
+    # the runs it runs, and how long a cancel request waits for a running run to stop.
+    cancel_poll_s: float = Field(default=0.5, gt=0, validation_alias=_env("PRESSLOOP_CANCEL_POLL"))
+    cancel_wait_s: float = Field(default=2.0, ge=0, validation_alias=_env("PRESSLOOP_CANCEL_WAIT"))
     scheduler_poll_s: float = Field(default=5.0, validation_alias=_env("PRESSLOOP_SCHEDULER_POLL"))
     event_poll_s: float = Field(default=0.2, validation_alias=_env("PRESSLOOP_EVENT_POLL"))
 

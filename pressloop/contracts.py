@@ -25,6 +25,8 @@ class Trigger(StrEnum):
     SPAWNED = "spawned"
     API = "api"
     MCP = "mcp"
+    # A parent woken by the report of a child it waited for (DESIGN.md section 9).
+    WAKE = "wake"
 
 
 class TurnStatus(StrEnum):
@@ -173,8 +175,11 @@ class StepStatus(StrEnum):
     DENIED = "denied"
     PENDING_APPROVAL = "pending_approval"
     REJECTED = "rejected"
+    REFUSED = "refused"  # a daily budget is used up; the model is told so it can tell the person
     SKIPPED = "skipped"
     LIMIT_EXCEEDED = "limit_exceeded"
+    # The run was cancelled while the action ran (a write is reconciled: found, it succeeded).
+    CANCELLED = "cancelled"
 
 
 class Step(Contract):

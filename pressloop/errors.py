@@ -62,9 +62,14 @@ class LimitExceeded(RunFailure):
 
 
 class ActionError(RunFailure):
-    """An action failed; the model is told and may correct itself."""
+    """An action failed; the model is told and may correct itself.
+
+    `outcome_unknown`: a write was sent and its answer does not say whether it took effect (a
+    timeout, a cut-off or unreadable body, a 5xx): the executor reconciles before anything else.
+    """
 
     code = "action_error"
+    outcome_unknown = False
 
 
 class SiteError(ActionError):
@@ -133,5 +138,12 @@ class RateLimited(PressloopError):
 
 class BudgetExceeded(RunFailure):
     """A daily budget (actions or tokens, per user or per site) is used up."""
+
+    code = "budget_exceeded"
+
+
+class BudgetSpent(RateLimited):
+    """A new turn asked for while a daily budget is used up: refused before anything is stored,
+    with the time until the budget resets (HTTP 429 with Retry-After)."""
 
     code = "budget_exceeded"

@@ -2,23 +2,27 @@
 
 validate params -> policy (allow | confirm | deny by risk and trigger) -> the untrusted-content
 guard (`guard.py`: in a tainted turn destructive and sensitive steps need a person) -> approval
-gate -> ledger (replay a finished step, reconcile an interrupted one, else record the intent) ->
-execute -> ledger outcome. The snapshot an action takes for undo is kept with its intent. Secret
-params never reach the ledger, approvals or what the model is told (`guard.py`).
+gate -> ledger (replay a finished step, reconcile an interrupted one) -> daily budget (a step a
+person approved runs whatever it says) -> snapshot -> ledger intent -> execute -> ledger
+outcome. The snapshot an action takes for undo is kept with its intent. Secret params never
+reach the ledger, approvals or what the model is told (`guard.py`).
 
 Reads are not ledgered: running a read twice changes nothing. Every write and destructive step
+gets one ledger row whatever its fate (ran, failed, rejected, denied, refused, unknown), and
 happens at most once per (run, step): a step found with an intent but no outcome (the worker died
-in between) is reconciled by the action's own check before anything is sent again.
+in between) is reconciled by the action's own check before anything is sent again, and so is a
+step whose answer does not say whether it took effect (a timeout, a 5xx, a cut-off or unreadable
+body after the write was sent), at once.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from pressloop.actions.budget_port import BudgetPort
 from pressloop.actions.guard import (
     guarded_mode,
     redacted,
@@ -27,6 +31,18 @@ from pressloop.actions.guard import (
     secret_refusal,
 )
 from pressloop.actions.ledger_port import LedgerPort
+from pressloop.actions.outcomes import (
+    NOT_RUN,
+    action_failed,
+    content,
+    denied,
+    failed,
+    outcome_unknown,
+    pending,
+    refused,
+    succeeded,
+    unknown,
+)
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec, Registry
 from pressloop.contracts import (
     ActionCall,
@@ -37,7 +53,7 @@ from pressloop.contracts import (
     Risk,
     StepStatus,
 )
-from pressloop.errors import ActionError, RunFailure, SiteError
+from pressloop.errors import ActionError, RunFailure
 from pressloop.redaction import secret_values
 
 
@@ -61,16 +77,12 @@ class ApprovalGate(Protocol):
     ) -> str: ...
 
 
-def _validation_message(error: ValidationError) -> str:
+def validation_message(error: ValidationError) -> str:
     parts = []
     for item in error.errors()[:8]:
         where = ".".join(str(p) for p in item["loc"]) or "params"
         parts.append(f"{where}: {item['msg']}")
     return "; ".join(parts)
-
-
-def _content(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
 
 
 class Executor:
@@ -81,11 +93,13 @@ class Executor:
         *,
         approvals: ApprovalGate | None = None,
         ledger: LedgerPort | None = None,
+        budget: BudgetPort | None = None,
     ) -> None:
         self.registry = registry
         self.services = services or ActionServices()
         self.approvals = approvals
         self.ledger = ledger
+        self.budget = budget
 
     def catalog(self) -> list[CatalogEntry]:
         return self.registry.catalog()
@@ -93,49 +107,80 @@ class Executor:
     async def run(self, call: ActionCall, context: ActionContext) -> ActionOutcome:
         spec = self.registry.get(call.name)
         if spec is None:
-            return _failed(
+            return failed(
                 f"unknown action {call.name!r}; available actions: "
                 + ", ".join(self.registry.names())
             )
         if "_raw_arguments" in call.params:
-            return _failed(
-                f"the arguments for {call.name} were not valid JSON: "
-                f"{str(call.params['_raw_arguments'])[:200]}",
+            return await self._settle(
                 spec,
+                call,
+                context,
+                failed(
+                    f"the arguments for {call.name} were not valid JSON: "
+                    f"{str(call.params['_raw_arguments'])[:200]}",
+                    spec,
+                ),
             )
         try:
             params = spec.params.model_validate(call.params)
         except ValidationError as invalid:
-            return _failed(
-                f"invalid params for {call.name}: {_validation_message(invalid)}. "
-                "Fix them and call the action again.",
-                spec,
+            message = (
+                f"invalid params for {call.name}: {validation_message(invalid)}. "
+                "Fix them and call the action again."
             )
+            return await self._settle(spec, call, context, failed(message, spec))
         # Content from the site or the web may carry instructions: in a tainted turn a
         # destructive or sensitive step always goes past a person first.
         mode = guarded_mode(
             spec, params, context, self.services, context.policy.mode_for(spec.risk)
         )
         if isinstance(mode, ActionOutcome):
-            return mode
+            return await self._settle(spec, call, context, mode)
         if mode is PolicyMode.DENY:
             message = (
                 f"denied: the policy for {context.trigger.value} runs forbids {spec.risk.value} "
                 f"actions such as {call.name}"
             )
-            return ActionOutcome(
-                status=StepStatus.DENIED, content=message, summary=message, risk=spec.risk
-            )
+            return await self._settle(spec, call, context, denied(message, spec))
         if mode is PolicyMode.CONFIRM:
             return await self._confirm(spec, call, params, context)
-        return await self._proceed(spec, call, params, context)
+        return await self._proceed(spec, call, params, context, approved=False)
+
+    async def _settle(
+        self, spec: ActionSpec, call: ActionCall, context: ActionContext, outcome: ActionOutcome
+    ) -> ActionOutcome:
+        """Record the fate of a write or destructive step that did not run (failed before it
+        was sent, denied, rejected, refused) in the ledger, so the ledger shows every step."""
+        if self.ledger is not None and spec.risk is not Risk.READ and outcome.status in NOT_RUN:
+            await self.ledger.settled(redacted(spec, call), spec.risk, context, outcome)
+        return outcome
+
+    async def _refusal(
+        self, spec: ActionSpec, context: ActionContext, approved: bool
+    ) -> ActionOutcome | None:
+        """The daily action budget: a step a person approved is their explicit decision and
+        runs (counted) whatever it says; any other step is refused once it is used up."""
+        if self.budget is None or approved:
+            return None
+        reason = await self.budget.action_refusal(context)
+        return refused(reason, spec) if reason is not None else None
 
     async def _proceed(
-        self, spec: ActionSpec, call: ActionCall, params: Any, context: ActionContext
+        self,
+        spec: ActionSpec,
+        call: ActionCall,
+        params: Any,
+        context: ActionContext,
+        *,
+        approved: bool,
     ) -> ActionOutcome:
         if self.ledger is None or spec.risk is Risk.READ:
+            refusal = await self._refusal(spec, context, approved)
+            if refusal is not None:
+                return await self._settle(spec, call, context, refusal)
             return await self._execute(spec, params, context)
-        return await self._execute_once(spec, call, params, context, self.ledger)
+        return await self._execute_once(spec, call, params, context, self.ledger, approved)
 
     async def _execute_once(
         self,
@@ -144,34 +189,18 @@ class Executor:
         params: Any,
         context: ActionContext,
         ledger: LedgerPort,
+        approved: bool,
     ) -> ActionOutcome:
         prior = await ledger.lookup(context)
         if prior is not None and prior.action == spec.name:
             if prior.outcome is not None:
                 return prior.outcome  # already done: the stored result, the site untouched
-            try:
-                found = (
-                    await spec.reconcile(params, context, self.services) if spec.reconcile else None
-                )
-            except ActionError as failure:
-                if failure.retryable:
-                    raise
-                # Not knowing must never become doing it twice: the step fails, once.
-                outcome = _action_failed(spec, failure)
-                await ledger.outcome(context, outcome)
-                return outcome
-            if found is not None:
-                outcome = _succeeded(spec, found)
-            elif spec.reconcile is None:
-                outcome = _failed(
-                    f"the outcome of {spec.name} is unknown: the worker stopped while it ran. "
-                    "Check whether it took effect before trying again.",
-                    spec,
-                )
-            else:
-                outcome = await self._execute(spec, params, context)  # it had not happened
+            outcome = await self._after_interruption(spec, params, context)
             await ledger.outcome(context, outcome)
             return outcome
+        refusal = await self._refusal(spec, context, approved)
+        if refusal is not None:
+            return await self._settle(spec, call, context, refusal)
         try:
             snapshot = (
                 await spec.snapshot(params, context, self.services) if spec.snapshot else None
@@ -179,30 +208,84 @@ class Executor:
         except ActionError as failure:  # e.g. the post to change does not exist
             if failure.retryable:
                 raise
-            return _action_failed(spec, failure)
+            return await self._settle(spec, call, context, action_failed(spec, failure))
         await ledger.intent(redacted(spec, call), spec.risk, context, snapshot)
-        outcome = await self._execute(spec, params, context)
+        outcome = await self._execute_written(spec, params, context)
         await ledger.outcome(context, outcome)
         return outcome
+
+    async def _after_interruption(
+        self, spec: ActionSpec, params: Any, context: ActionContext
+    ) -> ActionOutcome:
+        """A step with an intent and no outcome (the worker stopped, or the run was retried
+        after an answer that did not say whether the write took effect): look first."""
+        try:
+            found = await spec.reconcile(params, context, self.services) if spec.reconcile else None
+        except ActionError as failure:
+            if failure.retryable:
+                raise
+            # Not knowing must never become doing it twice: the step fails, once.
+            return action_failed(spec, failure)
+        if found is not None:
+            return succeeded(spec, found)
+        if spec.reconcile is None:
+            return unknown(
+                f"the outcome of {spec.name} is unknown: the worker stopped while it ran. "
+                "Check whether it took effect before trying again.",
+                spec,
+            )
+        return await self._execute_written(spec, params, context)  # it had not happened
+
+    async def _execute_written(
+        self, spec: ActionSpec, params: Any, context: ActionContext
+    ) -> ActionOutcome:
+        """Execute a ledgered step; when the answer does not say whether the write took effect,
+        the action's own check says it at once (the same check a resumed step gets)."""
+        try:
+            return await self._execute(spec, params, context, unknown_raises=True)
+        except ActionError as failure:
+            if not outcome_unknown(failure):
+                raise
+            try:
+                found = (
+                    await spec.reconcile(params, context, self.services) if spec.reconcile else None
+                )
+            except ActionError:
+                found = None  # the check could not tell either
+            if found is not None:
+                secrets = secret_values(params.model_dump(), spec.secret_params())
+                return scrubbed(succeeded(spec, found), secrets)
+            if failure.retryable:
+                raise  # the run is retried; the resumed step looks again before resending
+            return unknown(
+                f"{spec.name}: {failure.message}. The change may nevertheless have been made "
+                "and was not found; check the site before trying again.",
+                spec,
+            )
 
     async def _confirm(
         self, spec: ActionSpec, call: ActionCall, params: Any, context: ActionContext
     ) -> ActionOutcome:
         if self.approvals is None:
-            return _denied(
-                f"denied: {call.name} needs a person's approval and no approval service is "
-                "available here",
+            return await self._settle(
                 spec,
+                call,
+                context,
+                denied(
+                    f"denied: {call.name} needs a person's approval and no approval service is "
+                    "available here",
+                    spec,
+                ),
             )
         decided = await self.approvals.decision(context)
         if decided is None:
             refusal = secret_refusal(spec, call)
             if refusal is not None:
-                return refusal
+                return await self._settle(spec, call, context, refusal)
             approval_id = await self.approvals.request(spec, redacted(spec, call), params, context)
-            return _pending(spec, call, approval_id)
+            return pending(spec, call, approval_id)
         if decided.status == "pending":
-            return _pending(spec, call, decided.approval_id)
+            return pending(spec, call, decided.approval_id)
         if decided.status != "approved":
             why = decided.note or (
                 "expired without a decision" if decided.status == "expired" else "no reason given"
@@ -211,28 +294,39 @@ class Executor:
                 f"{decided.status}: a person did not approve {call.name} ({why}). Do not try "
                 "to do it another way; tell the person."
             )
-            return ActionOutcome(
+            rejected = ActionOutcome(
                 status=StepStatus.REJECTED,
                 content=message,
                 summary=message,
                 risk=spec.risk,
                 approval_id=decided.approval_id,
             )
-        if decided.edited_params is not None:
-            try:
-                params = spec.params.model_validate(decided.edited_params)
+            return await self._settle(spec, call, context, rejected)
+        edited = decided.edited_params
+        if edited is not None:
+            try:  # validated when approved; a later change of the action may still refuse them
+                params = spec.params.model_validate(edited)
             except ValidationError as invalid:
-                return _failed(
+                message = (
                     f"the approved, edited params for {call.name} are invalid: "
-                    f"{_validation_message(invalid)}",
-                    spec,
+                    f"{validation_message(invalid)}"
                 )
-            call = call.model_copy(update={"params": decided.edited_params})
-        outcome = await self._proceed(spec, call, params, context)
-        return outcome.model_copy(update={"approval_id": decided.approval_id})
+                return await self._settle(spec, call, context, failed(message, spec))
+            call = call.model_copy(update={"params": edited})
+        outcome = await self._proceed(spec, call, params, context, approved=True)
+        update: dict[str, Any] = {"approval_id": decided.approval_id}
+        if edited is not None and outcome.status is StepStatus.SUCCEEDED:
+            note = f"(a person approved it with edited params: {content(edited)}) "
+            update["content"] = note + outcome.content
+        return outcome.model_copy(update=update)
 
     async def _execute(
-        self, spec: ActionSpec, params: Any, context: ActionContext
+        self,
+        spec: ActionSpec,
+        params: Any,
+        context: ActionContext,
+        *,
+        unknown_raises: bool = False,
     ) -> ActionOutcome:
         not_kept = secret_not_kept(spec, params)
         if not_kept is not None:
@@ -241,72 +335,10 @@ class Executor:
         try:
             result: ActionResult = await spec.handler(params, context, self.services)
         except ActionError as failure:
-            if failure.retryable:
+            if failure.retryable or (unknown_raises and outcome_unknown(failure)):
                 raise
-            return scrubbed(_action_failed(spec, failure), secrets)
+            return scrubbed(action_failed(spec, failure), secrets)
         except RunFailure:
             raise
         # What the model is told and the ledger keeps never echoes a secret the site sent back.
-        return scrubbed(_succeeded(spec, result), secrets)
-
-
-def _succeeded(spec: ActionSpec, result: ActionResult) -> ActionOutcome:
-    return ActionOutcome(
-        status=StepStatus.SUCCEEDED,
-        content=_content(result.content),
-        summary=result.summary,
-        risk=spec.risk,
-        untrusted=result.untrusted or spec.untrusted_output,
-        data=result.content,
-    )
-
-
-def _denied(message: str, spec: ActionSpec) -> ActionOutcome:
-    return ActionOutcome(status=StepStatus.DENIED, content=message, summary=message, risk=spec.risk)
-
-
-def _pending(spec: ActionSpec, call: ActionCall, approval_id: str) -> ActionOutcome:
-    message = f"waiting for a person to approve {call.name} (approval {approval_id})"
-    return ActionOutcome(
-        status=StepStatus.PENDING_APPROVAL,
-        content=message,
-        summary=message,
-        risk=spec.risk,
-        approval_id=approval_id,
-    )
-
-
-def _failed(message: str, spec: ActionSpec | None = None, data: Any = None) -> ActionOutcome:
-    return ActionOutcome(
-        status=StepStatus.FAILED,
-        content=f"error: {message}",
-        summary=message,
-        risk=spec.risk if spec else None,
-        error=message,
-        data=data,
-    )
-
-
-def _site_answer(failure: BaseException) -> SiteError | None:
-    """The site's error answer behind a failure, also when an action re-raised it with a
-    clearer message (`raise ActionError("there is no post 9") from answer`)."""
-    current: BaseException | None = failure
-    for _depth in range(8):  # a cause chain is short; never loop on a cycle
-        if current is None or isinstance(current, SiteError):
-            return current
-        current = current.__cause__
-    return None
-
-
-def _action_failed(spec: ActionSpec, failure: ActionError) -> ActionOutcome:
-    """A failed step whose message, and `data.error` in the ledger, carry the site's HTTP
-    status and error code when the site answered with one (404 rest_post_invalid_id)."""
-    message = f"{spec.name} failed: {failure.message}"
-    answer = _site_answer(failure)
-    if answer is None:
-        return _failed(message, spec)
-    said = f"{answer.status} {answer.site_code}" if answer.site_code else str(answer.status)
-    if said not in message:
-        message += f" (the site answered {said})"
-    error = {"status": answer.status, "code": answer.site_code}
-    return _failed(message, spec, data={"error": error})
+        return scrubbed(succeeded(spec, result), secrets)

@@ -25,3 +25,10 @@ class LedgerPort(Protocol):
     ) -> None: ...
 
     async def outcome(self, context: ActionContext, outcome: ActionOutcome) -> None: ...
+
+    async def settled(
+        self, call: ActionCall, risk: Risk, context: ActionContext, outcome: ActionOutcome
+    ) -> None:
+        """Record a step that never reached the site (denied, rejected, refused, failed before
+        it was sent) with its outcome, once: a step already recorded is left as it is."""
+        ...

@@ -9,15 +9,16 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from pressloop.api.auth import Admin, ServiceDep, Viewer
-from pressloop.api.schemas import Request
+from pressloop.api.bounds import Id
+from pressloop.api.schemas import LayerPolicy, Request
 from pressloop.contracts import Trigger
-from pressloop.errors import InvalidRequest, NotFound
+from pressloop.errors import NotFound
 from pressloop.policy import resolve_policy
 from pressloop.store import agents as agent_store
 from pressloop.store.records import AgentRecord
 
 router = APIRouter(prefix="/v1/agents", tags=["agents"])
-FILES = ("AGENTS.md", "SOUL.md", "HEARTBEAT.md")
+MAX_FILE_CHARS = 20_000
 
 
 class AgentOut(BaseModel):
@@ -33,16 +34,30 @@ class AgentOut(BaseModel):
         return cls.model_validate(agent.__dict__)
 
 
+class AgentFiles(Request):
+    """The agent's files, each up to 20,000 characters; the ones sent replace the stored set."""
+
+    agents_md: str | None = Field(default=None, alias="AGENTS.md", max_length=MAX_FILE_CHARS)
+    soul_md: str | None = Field(default=None, alias="SOUL.md", max_length=MAX_FILE_CHARS)
+    heartbeat_md: str | None = Field(default=None, alias="HEARTBEAT.md", max_length=MAX_FILE_CHARS)
+
+
 class AgentUpdate(Request):
     name: str | None = Field(default=None, min_length=1, max_length=200)
-    instructions: str | None = Field(default=None, max_length=20_000)
-    files: dict[str, str] | None = Field(
-        default=None, description="AGENTS.md, SOUL.md and HEARTBEAT.md, each up to 20,000 chars."
-    )
-    policy: dict[str, Any] | None = Field(
+    instructions: str | None = Field(default=None, max_length=MAX_FILE_CHARS)
+    files: AgentFiles | None = None
+    policy: LayerPolicy | None = Field(
         default=None,
         description='Overrides, flat or per trigger: {"heartbeat": {"max_rounds": 2}}.',
     )
+
+    def changes(self) -> dict[str, Any]:
+        changes: dict[str, Any] = self.model_dump(exclude_none=True, exclude={"files", "policy"})
+        if self.files is not None:
+            changes["files"] = self.files.model_dump(by_alias=True, exclude_none=True)
+        if self.policy is not None:
+            changes["policy"] = self.policy.model_dump(mode="json", exclude_none=True)
+        return changes
 
 
 @router.get("")
@@ -52,7 +67,7 @@ async def list_agents(service: ServiceDep, _who: Viewer) -> list[AgentOut]:
 
 
 @router.get("/{agent_id}")
-async def show_agent(agent_id: str, service: ServiceDep, _who: Viewer) -> AgentOut:
+async def show_agent(agent_id: Id, service: ServiceDep, _who: Viewer) -> AgentOut:
     async with service.database.read() as conn:
         agent = await agent_store.get_agent(conn, agent_id)
     if agent is None:
@@ -62,17 +77,13 @@ async def show_agent(agent_id: str, service: ServiceDep, _who: Viewer) -> AgentO
 
 @router.patch("/{agent_id}")
 async def update_agent(
-    agent_id: str, body: AgentUpdate, service: ServiceDep, _who: Admin
+    agent_id: Id, body: AgentUpdate, service: ServiceDep, _who: Admin
 ) -> AgentOut:
     """Change the agent (admin: a policy may loosen the defaults)."""
-    changes = body.model_dump(exclude_none=True)
-    if body.files is not None:
-        unknown = set(body.files) - set(FILES)
-        if unknown or any(len(text) > 20_000 for text in body.files.values()):
-            raise InvalidRequest(f"files are {', '.join(FILES)}, each up to 20,000 characters")
-    if body.policy is not None:
+    changes = body.changes()
+    if "policy" in changes:
         for trigger in Trigger:
-            resolve_policy(trigger, agent=body.policy)  # a bad policy is a 422 now, not later
+            resolve_policy(trigger, agent=changes["policy"])  # a bad policy is a 422 now
     async with service.database.write() as conn:
         agent = await agent_store.update_agent(conn, agent_id, **changes)
     if agent is None:

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from starlette.types import ASGIApp
 
 from pressloop.api import (
@@ -21,9 +21,11 @@ from pressloop.api import (
     tokens,
 )
 from pressloop.api.body_limit import BodyLimit, default_limit
+from pressloop.api.bounds import plain_text
 from pressloop.api.docs import mount_docs
 from pressloop.api.errors import install_error_handlers
 from pressloop.api.headers import SecurityHeaders
+from pressloop.api.openapi import document_errors, operation_id
 from pressloop.api.sse import StreamTracker
 from pressloop.runtime.service import Service
 from pressloop.ui import mount_ui
@@ -90,6 +92,9 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         openapi_url="/openapi.json" if docs else None,
+        generate_unique_id_function=operation_id,
+        # Every path and query value must be text the database can store (else 422).
+        dependencies=[Depends(plain_text)],
     )
     app.max_body_bytes = (
         max_body_bytes
@@ -109,6 +114,7 @@ def create_app(
     app.include_router(ledger.router)
     app.include_router(agents.router)
     app.include_router(settings.router)
+    document_errors(app)  # what each route can answer, in the OpenAPI document
     mount_ui(app)
     if docs:
         mount_docs(app)

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from pressloop.api.auth import Operator, ServiceDep, Viewer
+from pressloop.api.errors import error_responses
 from pressloop.api.schemas import Request
 from pressloop.contracts import UntrustedSource
 from pressloop.store.approvals import ApprovalRecord
@@ -22,16 +23,33 @@ class ApprovalOut(BaseModel):
     thread_id: str
     step_index: int
     action: str
-    params: dict[str, Any]
+    params: dict[str, Any] = Field(description="The params the agent asked for.")
+    run_params: dict[str, Any] = Field(
+        description="The params the step runs (or ran) with: `edited_params` when a person "
+        "edited them, else `params`."
+    )
     risk: str
-    trigger: str = Field(description="Who or what asked: chat, heartbeat, api, ...")
+    trigger: str = Field(description="What started the run: chat, heartbeat, api, ...")
+    asked_by: str = Field(
+        description="Who asked, for people: the person behind the run and the trigger, "
+        "`ann (chat)`; `heartbeat (no person)` when no person did."
+    )
     reason: str
     preview: Any = Field(description="What would change (e.g. the fields before and after).")
-    status: str
-    requested_by: str | None
+    status: str = Field(description="pending, approved, rejected, expired or cancelled.")
+    requested_by: str | None = Field(description="The person behind the run, if any.")
     decided_by: str | None
     note: str | None
-    edited_params: dict[str, Any] | None
+    edited_params: dict[str, Any] | None = Field(
+        description="The params a person approved the step with instead of `params`."
+    )
+    run_status: str | None = Field(default=None, description="The run's status now.")
+    step: str | None = Field(
+        default=None,
+        description="What became of the step (its ledger fate): ran, failed, rejected, denied, "
+        "refused, cancelled, unknown; `waiting` until it has one.",
+    )
+    step_summary: str | None = Field(default=None, description="What the step did, in a line.")
     untrusted: list[UntrustedSource] | None = Field(
         default=None,
         description="The untrusted text (site, web, marked memory) in front of the model when it "
@@ -63,7 +81,9 @@ class Reject(Request):
 async def list_approvals(
     service: ServiceDep,
     _who: Viewer,
-    status: str | None = Query(default=None, pattern="^(pending|approved|rejected|expired)$"),
+    status: str | None = Query(
+        default=None, pattern="^(pending|approved|rejected|expired|cancelled)$"
+    ),
     limit: int = Query(default=100, ge=1, le=500),
 ) -> list[ApprovalOut]:
     """Pending first (soonest to expire first), then the history."""
@@ -75,11 +95,15 @@ async def show_approval(approval_id: str, service: ServiceDep, _who: Viewer) -> 
     return ApprovalOut.of(await service.approvals.get(approval_id))
 
 
-@router.post("/{approval_id}/approve")
+@router.post("/{approval_id}/approve", responses=error_responses(404, 409, 422))
 async def approve(
     approval_id: str, body: Approve, service: ServiceDep, who: Operator
 ) -> ApprovalOut:
-    """Run the step (optionally with edited params); the agent's loop resumes."""
+    """Run the step (optionally with edited params); the agent's loop resumes.
+
+    Edited params are checked now: invalid, the answer is 422 with the reason and the approval
+    stays pending. An approved step runs even when a daily budget was used up meanwhile (the
+    approval is the person's decision) and counts against it."""
     decided = await service.decide(
         approval_id, approve=True, by=who.name, note=body.note, params=body.params
     )
@@ -87,7 +111,7 @@ async def approve(
     return ApprovalOut.of(decided)
 
 
-@router.post("/{approval_id}/reject")
+@router.post("/{approval_id}/reject", responses=error_responses(404, 409))
 async def reject(approval_id: str, body: Reject, service: ServiceDep, who: Operator) -> ApprovalOut:
     """Skip the step; the agent is told and its loop resumes."""
     decided = await service.decide(approval_id, approve=False, by=who.name, note=body.note)

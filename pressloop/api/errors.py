@@ -1,7 +1,8 @@
 """The one place where errors become HTTP answers: `{"error": {"code", "message"}}`, never a trace.
 
 Pressloop's own errors carry their code and a message written for people; anything unexpected is
-answered with a plain 500 (the server logs its traceback).
+answered with a plain 500 (the server logs its traceback). `ErrorBody` and `error_responses` say
+the same in the OpenAPI document (`api/openapi.py` declares them on every route).
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
+from pressloop.api.routes import allowed_methods
 from pressloop.errors import (
     ConfigurationError,
     Conflict,
@@ -50,6 +53,52 @@ STATUS_BY_ERROR: tuple[tuple[type[PressloopError], int], ...] = (
     # The server is not set up to do this (no provider, agent disabled): not the caller's fault.
     (ConfigurationError, 503),
 )
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="Stable and machine-readable: not_found, invalid_request, ...")
+    message: str = Field(description="What went wrong, written for a person.")
+
+
+class ErrorBody(BaseModel):
+    """Every error answer: `{"error": {"code", "message"}}`."""
+
+    error: ErrorDetail
+
+
+ERROR_DESCRIPTIONS: dict[int, str] = {
+    400: "The request cannot be read (a body that is not JSON text).",
+    401: "No valid API token or UI session.",
+    403: "The token's role may not do this (or a signed-in browser left out its UI header).",
+    404: "Something the request names does not exist.",
+    409: "The state of what the request names does not allow it now.",
+    413: "The body, or the message in it, is over the limit.",
+    422: "The request is invalid: a field, a parameter or a header out of its bounds.",
+    429: "Too many requests: wait for Retry-After seconds.",
+    503: "The service cannot answer now.",
+}
+ERROR_HEADERS: dict[int, dict[str, Any]] = {
+    401: {"WWW-Authenticate": {"description": "Bearer", "schema": {"type": "string"}}},
+    429: {
+        "Retry-After": {
+            "description": "Seconds to wait.",
+            "required": True,
+            "schema": {"type": "integer", "minimum": 1},
+        }
+    },
+}
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for these error statuses, each with the shared `ErrorBody`."""
+    return {
+        status: {
+            "model": ErrorBody,
+            "description": ERROR_DESCRIPTIONS[status],
+            **({"headers": ERROR_HEADERS[status]} if status in ERROR_HEADERS else {}),
+        }
+        for status in statuses
+    }
 
 
 def status_for(error: PressloopError) -> int:
@@ -96,7 +145,7 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     return error_response(422, "invalid_request", describe_validation(exc.errors()))
 
 
-async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
     try:
         phrase = HTTPStatus(exc.status_code).phrase
@@ -104,7 +153,12 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
         phrase = "error"
     code = phrase.lower().replace(" ", "_").replace("-", "_")
     message = exc.detail if isinstance(exc.detail, str) else phrase
-    return error_response(exc.status_code, code, message, dict(exc.headers or {}) or None)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        # Starlette names only the methods of the first route matching the path, though
+        # GET and POST of one path are two routes.
+        headers["Allow"] = ", ".join(allowed_methods(request.app.router.routes, request.scope))
+    return error_response(exc.status_code, code, message, headers or None)
 
 
 async def _unexpected(_request: Request, _exc: Exception) -> JSONResponse:

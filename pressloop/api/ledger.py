@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter
 from pydantic import BaseModel
 
 from pressloop.api.auth import Operator, ServiceDep, Viewer
-from pressloop.contracts import ActionOutcome
+from pressloop.api.bounds import Id, SeqNumber
+from pressloop.api.errors import error_responses
+from pressloop.contracts import ActionOutcome, Risk
 from pressloop.store.ledger import LedgerEntry
 
 router = APIRouter(tags=["ledger"])
@@ -22,17 +24,19 @@ class LedgerOut(BaseModel):
     call_id: str
     action: str
     params: dict[str, Any]
-    risk: str
-    status: str
+    risk: Risk
+    status: Literal["intent", "done"]
+    # What became of the step, whether or not it reached the site (`store/ledger.py`).
+    fate: Literal["ran", "failed", "rejected", "denied", "refused", "cancelled", "unknown"]
     outcome: ActionOutcome | None
     snapshot: Any
-    undo_state: str | None
+    undo_state: Literal["undoing", "undone"] | None
     created_at: datetime
     finished_at: datetime | None
 
     @classmethod
     def of(cls, entry: LedgerEntry) -> LedgerOut:
-        return cls.model_validate(entry.__dict__)
+        return cls.model_validate(entry.__dict__ | {"fate": entry.fate})
 
 
 class Undone(BaseModel):
@@ -43,12 +47,12 @@ class Undone(BaseModel):
 
 
 @router.get("/v1/runs/{run_id}/ledger")
-async def run_ledger(run_id: str, service: ServiceDep, _who: Viewer) -> list[LedgerOut]:
+async def run_ledger(run_id: Id, service: ServiceDep, _who: Viewer) -> list[LedgerOut]:
     """The run's write and destructive steps, each with its snapshot and undo state."""
     return [LedgerOut.of(e) for e in await service.ledger(run_id)]
 
 
-@router.post("/v1/ledger/{entry_id}/undo")
-async def undo(entry_id: int, service: ServiceDep, who: Operator) -> Undone:
+@router.post("/v1/ledger/{entry_id}/undo", responses=error_responses(409))
+async def undo(entry_id: SeqNumber, service: ServiceDep, who: Operator) -> Undone:
     """Reverse a done step from its snapshot (once; 409 if it cannot be undone)."""
     return Undone.model_validate(await service.undo(entry_id, by=who.name))

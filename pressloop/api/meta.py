@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
 from pressloop.api.auth import ServiceDep, Viewer
-from pressloop.api.errors import error_response
+from pressloop.api.errors import error_response, error_responses
 from pressloop.api.schemas import Health, UsageRow
 from pressloop.contracts import CatalogEntry
 
@@ -23,7 +24,7 @@ HEALTH_TIMEOUT_S = 5.0
 @router.get(
     "/healthz",
     response_model=Health,
-    responses={503: {"description": "The database did not answer."}},
+    responses=error_responses(503),
 )
 async def healthz(service: ServiceDep) -> Health | JSONResponse:
     """Open to anyone: the service answers and its database answers a trivial query."""
@@ -47,6 +48,6 @@ async def usage(
     service: ServiceDep,
     _who: Viewer,
     days: int = Query(default=30, ge=1, le=3660, description="The last N days, today included."),
-    scope: str | None = Query(default=None, description="user or site"),
+    scope: Literal["user", "site"] | None = Query(default=None, description="Only this scope."),
 ) -> list[UsageRow]:
     return [UsageRow.model_validate(row) for row in await service.usage(days=days, scope=scope)]

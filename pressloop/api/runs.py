@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials
+from pydantic import StringConstraints
+from pydantic.json_schema import SkipJsonSchema
 
 from pressloop.api.auth import SESSION_COOKIE, UI_HEADER, Operator, ServiceDep, Viewer, bearer
+from pressloop.api.bounds import MAX_INT, Id, IdFilter
+from pressloop.api.errors import error_responses
 from pressloop.api.schemas import RunAccepted, RunCreate, RunOut, RunResult
-from pressloop.api.sse import SSE_MEDIA_TYPE, event_stream, resume_point, wants_stream
+from pressloop.api.sse import LastEventId, event_stream, resume_point, sse_content, wants_stream
 from pressloop.contracts import Event, RunStatus, Trigger
 from pressloop.errors import InvalidRequest
 from pressloop.runtime.service import RESTING
@@ -18,16 +22,10 @@ from pressloop.runtime.site_policies import caller_request
 
 router = APIRouter(tags=["runs"])
 
-SSE_RESPONSE: dict[str, Any] = {
-    "description": "With `Accept: text/event-stream`: one SSE frame per event (`id: <seq>`, "
-    "`event: <type>`, `data: <Event JSON>`) until the run finishes or rests.",
-    "content": {SSE_MEDIA_TYPE: {"schema": {"type": "string"}}},
-}
-
 IdempotencyKey = Annotated[
-    str | None, Header(alias="Idempotency-Key", min_length=1, max_length=200)
+    Annotated[str, StringConstraints(min_length=1, max_length=200)] | SkipJsonSchema[None],
+    Header(alias="Idempotency-Key"),
 ]
-LastEventId = Annotated[str | None, Header(alias="Last-Event-ID")]
 
 
 def caller_trigger(
@@ -52,13 +50,18 @@ def _json(model: RunResult | RunAccepted, status: int, replayed: bool) -> JSONRe
     "/v1/threads/{thread_id}/runs",
     response_model=None,
     responses={
-        200: {"model": RunResult, "description": "mode=wait: the run once it rests."},
+        200: {
+            "model": RunResult,
+            "description": "mode=wait: the run once it rests. mode=stream: its events as SSE "
+            "until it finishes or rests.",
+            "content": sse_content("mode=stream: one frame per event of the new run."),
+        },
         202: {"model": RunAccepted, "description": "mode=background (or a wait that timed out)."},
-        "2XX": SSE_RESPONSE,
+        **error_responses(409, 429, 503),
     },
 )
 async def post_run(
-    thread_id: str,
+    thread_id: Id,
     body: RunCreate,
     request: Request,
     service: ServiceDep,
@@ -74,6 +77,7 @@ async def post_run(
     if body.idempotency_key and idempotency_key and body.idempotency_key != idempotency_key:
         raise InvalidRequest("the Idempotency-Key header and the body's idempotency_key differ")
     key = body.idempotency_key or idempotency_key
+    start_after = resume_point(last_event_id, 0)
     trigger = Trigger(body.trigger)
     policy = body.policy.model_dump(exclude_none=True) if body.policy else None
     if trigger is not caller:
@@ -96,7 +100,7 @@ async def post_run(
             f"(run {run.id})"
         )
     if body.mode == "stream":
-        return event_stream(request, run.id, after=resume_point(last_event_id, 0))
+        return event_stream(request, run.id, after=start_after)
     if body.mode == "background":
         return _json(RunAccepted(run=RunOut.of(run)), 202, replayed)
     run = await service.wait(run.id)
@@ -109,7 +113,7 @@ async def post_run(
 async def list_runs(
     service: ServiceDep,
     _who: Viewer,
-    thread_id: str | None = None,
+    thread_id: IdFilter = None,
     status: RunStatus | None = None,
     limit: int = Query(default=50, ge=1, le=500),
 ) -> list[RunOut]:
@@ -118,21 +122,27 @@ async def list_runs(
 
 
 @router.get("/v1/runs/{run_id}")
-async def show_run(run_id: str, service: ServiceDep, _who: Viewer) -> RunOut:
+async def show_run(run_id: Id, service: ServiceDep, _who: Viewer) -> RunOut:
     return RunOut.of(await service.run(run_id))
 
 
 @router.get(
     "/v1/runs/{run_id}/events",
     response_model=list[Event],
-    responses={200: SSE_RESPONSE},
+    responses={
+        200: {
+            "description": "The events as JSON, or with `Accept: text/event-stream` a live SSE "
+            "stream until the run finishes or rests.",
+            "content": sse_content("One frame per event, in order."),
+        }
+    },
 )
 async def run_events(
-    run_id: str,
+    run_id: Id,
     request: Request,
     service: ServiceDep,
     _who: Viewer,
-    after: int = Query(default=0, ge=0, description="Only events with a larger seq."),
+    after: int = Query(default=0, ge=0, le=MAX_INT, description="Only events with a larger seq."),
     limit: int = Query(default=1000, ge=1, le=1000, description="At most this many (JSON)."),
     last_event_id: LastEventId = None,
 ) -> Response | list[Event]:
@@ -145,13 +155,16 @@ async def run_events(
 
 
 @router.post("/v1/runs/{run_id}/cancel")
-async def cancel_run(run_id: str, service: ServiceDep, _who: Operator) -> RunOut:
-    """Cancel a queued or paused run at once; a running one stops at its next safe point."""
+async def cancel_run(run_id: Id, service: ServiceDep, _who: Operator) -> RunOut:
+    """Cancel a queued or paused run at once. A running one, wherever it runs, stops within a
+    second (the model call or action in flight is cancelled; a write cut short is reconciled);
+    the answer waits for it (PRESSLOOP_CANCEL_WAIT, 2 s) and says `cancelled`, or `running`
+    if it is still stopping."""
     return RunOut.of(await service.cancel(run_id))
 
 
-@router.post("/v1/runs/{run_id}/requeue")
-async def requeue_run(run_id: str, service: ServiceDep, _who: Operator) -> RunOut:
+@router.post("/v1/runs/{run_id}/requeue", responses=error_responses(409))
+async def requeue_run(run_id: Id, service: ServiceDep, _who: Operator) -> RunOut:
     """Give a dead, failed or timed-out run a fresh set of attempts."""
     run = await service.requeue(run_id)
     service.start_run_soon(run.id)

@@ -9,15 +9,61 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Annotated, Any
 
+from fastapi import Header
+from pydantic import StringConstraints
+from pydantic.json_schema import SkipJsonSchema
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 
+from pressloop.api.bounds import SEQ_PATTERN
 from pressloop.contracts import EventType, RunStatus
-from pressloop.errors import InvalidRequest
 from pressloop.runtime.service import Service
 
 SSE_MEDIA_TYPE = "text/event-stream"
+
+# One frame of a stream as OpenAPI describes an event of `text/event-stream` (without 3.2's
+# `itemSchema`, `schema` is one event): `data` is the Event as JSON. Comments (the pings) are
+# not events.
+SSE_EVENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["event", "id", "data"],
+    "properties": {
+        "event": {"type": "string", "enum": [t.value for t in EventType]},
+        "id": {
+            "type": "string",
+            "pattern": "^[0-9]+$",
+            "description": "The event's seq: send it back as Last-Event-ID to resume after it.",
+        },
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {"$ref": "#/components/schemas/Event"},
+        },
+        "retry": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "On a run parked for an approval: reconnect this much later (ms).",
+        },
+    },
+}
+
+
+def sse_content(description: str) -> dict[str, Any]:
+    """An OpenAPI `content` entry for a stream of run events."""
+    return {SSE_MEDIA_TYPE: {"schema": {**SSE_EVENT_SCHEMA, "description": description}}}
+
+
+# Optional, but never null: a header is text (`SkipJsonSchema` keeps null out of the schema).
+LastEventId = Annotated[
+    Annotated[str, StringConstraints(pattern=SEQ_PATTERN)] | SkipJsonSchema[None],
+    Header(
+        alias="Last-Event-ID",
+        description="With a stream: resume after this event's seq (an EventSource sends it); "
+        "a number from 0 to 2147483647.",
+    ),
+]
 
 
 class StreamTracker:
@@ -43,18 +89,9 @@ def wants_stream(request: Request) -> bool:
 
 
 def resume_point(last_event_id: str | None, after: int) -> int:
-    """Where a stream starts: after `Last-Event-ID` if the client sent one, else after `after`."""
-    if last_event_id is None or not last_event_id.strip():
-        return after
-    try:
-        seq = int(last_event_id)
-    except ValueError:
-        raise InvalidRequest(
-            f"Last-Event-ID must be an event's seq number, not {last_event_id!r}"
-        ) from None
-    if seq < 0:
-        raise InvalidRequest("Last-Event-ID must not be negative")
-    return seq
+    """Where a stream starts: after `Last-Event-ID` if the client sent one, else after `after`
+    (both bounded by their parameters: `LastEventId`, `after`)."""
+    return after if last_event_id is None else int(last_event_id)
 
 
 # A stream that ends on a run parked for an approval asks the client (a browser's EventSource

@@ -12,9 +12,11 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
 from pressloop.api.auth import Admin, access_of
+from pressloop.api.bounds import Id
 from pressloop.api.schemas import Request as Body
 from pressloop.api.schemas import Role
-from pressloop.runtime.access import parse_duration
+from pressloop.errors import InvalidRequest
+from pressloop.runtime.access import LONGEST, parse_duration
 from pressloop.store.tokens import AccessToken
 
 router = APIRouter(tags=["tokens"])
@@ -26,22 +28,36 @@ class TokenCreate(Body):
     name: str = Field(min_length=1, max_length=200)
     role: Role
     expires_in: Annotated[
-        str | int | None,
+        Annotated[str, Field(min_length=1, max_length=40)]
+        | Annotated[int, Field(ge=1, le=int(LONGEST.total_seconds()))]
+        | None,
         Field(
-            description="How long the token lives: 30d, 12h, 90m, 1d12h or seconds. "
-            "Unset: until it is revoked.",
+            description="How long the token lives: 30d, 12h, 90m, 1d12h or seconds, at most "
+            f"{LONGEST.days} days. Unset: until it is revoked.",
             examples=["30d"],
         ),
     ] = None
 
     def lifetime(self) -> timedelta | None:
-        return None if self.expires_in is None else parse_duration(str(self.expires_in))
+        if self.expires_in is None:
+            return None
+        text = str(self.expires_in)
+        try:
+            return parse_duration(text)
+        except OverflowError:  # more days than a timedelta holds
+            raise InvalidRequest(
+                f"a duration must be more than 0 and at most {LONGEST.days} days"
+            ) from None
+        except ValueError:  # digits int() does not read, such as "²"
+            raise InvalidRequest(
+                f"{text!r} is not a duration: write it like 30d, 12h, 90m, 1d12h or 3600 (seconds)"
+            ) from None
 
 
 class TokenOut(BaseModel):
     id: str
     name: str
-    role: str
+    role: Role
     status: TokenStatus
     created_at: datetime
     expires_at: datetime | None
@@ -89,8 +105,8 @@ async def list_tokens(request: Request, _who: Admin) -> list[TokenOut]:
     return [TokenOut.of(t, now) for t in await access.list_tokens()]
 
 
-@router.delete("/v1/tokens/{token_id}", responses={404: {"description": "No such token."}})
-async def revoke_token(token_id: str, request: Request, _who: Admin) -> TokenOut:
+@router.delete("/v1/tokens/{token_id}")
+async def revoke_token(token_id: Id, request: Request, _who: Admin) -> TokenOut:
     """Revoke a token and end every UI session signed in with it, at once. Revoking a revoked
     token answers it unchanged."""
     access = access_of(request)

@@ -2,7 +2,10 @@
 
 - Calls over the round's limit are answered "limit exceeded, retry next round", never dropped.
 - A failed, denied or rejected call stops the plan: the calls after it are answered "skipped".
-- A call that needs approval pauses the turn; it stays unanswered so a resume runs it.
+- A call that needs approval pauses the turn; it stays unanswered so a resume runs it. The
+  parked turn's answer is Pressloop's statement of what waits (`parked.py`), not the model's.
+- A retryable failure is retried with the whole run; on the run's last attempt it is the step's
+  result instead, and the model is asked once more to explain (`model_step._explain`).
 - Each call is told which untrusted text is in front of the model (`taint.py`), and gets back
   the secret params its checkpoint and events only name (`TurnState.secrets`).
 The checkpoint is saved after every call, so a resumed turn never repeats a recorded one.
@@ -15,18 +18,23 @@ from pressloop.contracts import (
     ActionContext,
     ActionOutcome,
     EventType,
-    Message,
     Role,
-    Step,
     StepStatus,
     TurnStatus,
 )
+from pressloop.engine.parked import parked_answer
 from pressloop.engine.state import CallModel, Finish, LoopStep, RunActions, TurnState
-from pressloop.engine.taint import UNTRUSTED_PREFIX, untrusted_sources
-from pressloop.engine.transcript import pending_calls
+from pressloop.engine.taint import untrusted_sources
+from pressloop.engine.transcript import pending_calls, record_step
 from pressloop.errors import LeaseLost, RunFailure
 
-STOPS_PLAN = frozenset({StepStatus.FAILED, StepStatus.DENIED, StepStatus.REJECTED})
+STOPS_PLAN = frozenset(
+    {StepStatus.FAILED, StepStatus.DENIED, StepStatus.REJECTED, StepStatus.REFUSED}
+)
+# Calls that did not reach their action: they do not count against the daily action budget.
+NOT_COUNTED = frozenset(
+    {StepStatus.PENDING_APPROVAL, StepStatus.DENIED, StepStatus.REJECTED, StepStatus.REFUSED}
+)
 
 
 def _plan_calls(state: TurnState) -> list[ActionCall]:
@@ -85,34 +93,25 @@ async def _execute(state: TurnState, call: ActionCall, index: int, total: int) -
     try:
         outcome = await deps.actions.run(call, context)
     except (LeaseLost, RunFailure) as failure:
-        if isinstance(failure, LeaseLost) or failure.retryable:
+        if isinstance(failure, LeaseLost) or (failure.retryable and deps.retries_left):
             raise
+        if failure.retryable:  # the run's last attempt: the model is told, then explains
+            state.ending = failure.info()
         outcome = _fixed_outcome(StepStatus.FAILED, f"error: {failure.message}")
     except Exception as exc:  # an action's bug must not take the whole turn down
         outcome = _fixed_outcome(StepStatus.FAILED, f"error: {type(exc).__name__}: {exc}")
-    state.checkpoint.usage = state.checkpoint.usage.model_copy(
-        update={"action_calls": state.checkpoint.usage.action_calls + 1}
-    )
+    if outcome.status not in NOT_COUNTED:
+        state.checkpoint.usage = state.checkpoint.usage.model_copy(
+            update={"action_calls": state.checkpoint.usage.action_calls + 1}
+        )
     return outcome
 
 
 async def _record(
     state: TurnState, call: ActionCall, index: int, total: int, outcome: ActionOutcome
 ) -> None:
-    cp, deps = state.checkpoint, state.deps
-    cp.steps.append(
-        Step(
-            index=index,
-            call_id=call.id,
-            action=call.name,
-            params=call.params,
-            risk=outcome.risk,
-            status=outcome.status,
-            result_summary=outcome.summary or outcome.content[:500],
-            approval_id=outcome.approval_id,
-            error=outcome.error,
-        )
-    )
+    deps = state.deps
+    record_step(state.checkpoint, call, index, outcome)
     await deps.emit(EventType.STEP, {"index": index, "total": total, "status": outcome.status})
     await deps.emit(
         EventType.RESULT,
@@ -132,19 +131,6 @@ async def _record(
                 "index": index,
             },
         )
-        return
-    content = outcome.content
-    if outcome.untrusted:
-        content = UNTRUSTED_PREFIX + content
-    cp.messages.append(
-        Message(
-            role=Role.TOOL,
-            tool_call_id=call.id,
-            name=call.name,
-            content=content,
-            untrusted=outcome.untrusted,
-        )
-    )
 
 
 async def run_actions(state: TurnState, _step: RunActions) -> LoopStep:
@@ -171,5 +157,14 @@ async def run_actions(state: TurnState, _step: RunActions) -> LoopStep:
         await _record(state, call, index, total, outcome)
         await state.save()
         if outcome.status is StepStatus.PENDING_APPROVAL:
-            return Finish(status=TurnStatus.REQUIRES_APPROVAL)
+            return await _park(state)
     return CallModel()
+
+
+async def _park(state: TurnState) -> Finish:
+    """The turn waits for a person: its answer is Pressloop's statement of what waits (the
+    model's own words may claim a change that has not happened)."""
+    waiting = pending_calls(state.checkpoint.messages)[1:]  # [0] is the step that waits
+    answer = parked_answer(state.checkpoint.steps, waiting)
+    await state.deps.emit(EventType.MESSAGE, {"text": answer, "final": True, "by": "pressloop"})
+    return Finish(status=TurnStatus.REQUIRES_APPROVAL, assistant_text=answer)

@@ -2,7 +2,8 @@
 
 Real answers come in code fences and prose, under a container key, with other field names or
 with params encoded as a string. `parse_json_decision` accepts all that; its `InvalidModelOutput`
-messages are written for the model, which sees them in the engine's corrective retry.
+messages are written for the model, which sees them in the engine's corrective retry (followed
+by the DECISION_FORMAT of `decision_format.py`).
 `decision_schema` is the matching JSON schema for schema-constrained decoding. Pure functions.
 """
 
@@ -43,11 +44,11 @@ _OBJECT_START = re.compile(r"\{\s*[\"}]")
 # truncated answer stays unbalanced), a fence marker with its language tag, or a brace.
 _TOKEN = re.compile(r'"(?:\\.|[^"\\])*"?|```[A-Za-z0-9_+.-]*|[{}]', re.DOTALL)
 
-_EXPECTED = (
-    'Answer with exactly one JSON object: {"thought": "<short reasoning>", '
-    '"action": "<action name, or none>", "params": {<the action\'s parameters>}, '
-    '"confidence": <0..1>, "actions": [{"action": "<name>", "params": {...}}] (at most 6), '
-    '"reply": "<text for the user when no action is needed>"}.'
+# The problems name what is wrong; the corrective message adds the whole DECISION_FORMAT
+# (engine/decision_format.py), the same text the system prompt has.
+_ONE_OBJECT = (
+    'Put the whole answer in one JSON object: each action as {"action": "<name>", "params": '
+    '{...}} in "actions", words for the person in "reply".'
 )
 
 # In a params schema: keys whose value maps names to schemas, and keys whose value is data.
@@ -66,7 +67,7 @@ def parse_json_decision(text: str, *, id_prefix: str = "call") -> Decision:
     if not calls and not reply:
         raise InvalidModelOutput(
             "The JSON object has neither an action nor a reply: set `action` (or `actions`) "
-            "to act, or `reply` to answer the user. " + _EXPECTED
+            "to act, or `reply` to answer the person."
         )
     return Decision(
         thought=_first_str(obj, _THOUGHT_KEYS).strip()[:THOUGHT_MAX],
@@ -125,7 +126,7 @@ def _first_object(text: str) -> dict[str, Any]:
             return json.loads(candidate, strict=False)  # type: ignore[no-any-return]
         except json.JSONDecodeError as exc:
             problem = problem or f"has an object that is not valid JSON ({exc.msg}, char {exc.pos})"
-    raise InvalidModelOutput(f"The answer {problem or 'contains no JSON object'}. {_EXPECTED}")
+    raise InvalidModelOutput(f"The answer {problem or 'contains no JSON object'}. {_ONE_OBJECT}")
 
 
 def _balanced_objects(text: str) -> Iterator[str | None]:
@@ -177,7 +178,7 @@ def _collect_calls(obj: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     if isinstance(raw_list, dict):  # one action given as an object instead of a list
         raw_list = [raw_list]
     if not isinstance(raw_list, list):
-        raise InvalidModelOutput(f"`actions` must be a list of action objects. {_EXPECTED}")
+        raise InvalidModelOutput("`actions` must be a list of action objects.")
     listed: list[tuple[str, dict[str, Any]]] = []
     for n, item in enumerate(raw_list):
         if not isinstance(item, dict):

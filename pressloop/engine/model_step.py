@@ -1,9 +1,13 @@
 """CallModel: build the prompt, ask the model (streaming), normalise its answer to a plan.
 
-An unusable answer gets one corrective retry; the second unusable answer ends the turn with a
-clear error. The corrective exchange is not kept in the transcript. Secret params of the plan's
-calls are held in memory (`TurnState.secrets`); the transcript, the checkpoint and the events
-get the redaction mark instead, and any echo of them in the answer's text is scrubbed.
+An unusable answer gets one corrective retry (the problem, then the same DECISION_FORMAT the
+system prompt has); a second unusable answer ends the turn with an error naming the first
+problem, except plain prose (no JSON at all), which becomes the reply. The corrective exchange is
+not kept in the transcript. When an action failed on the run's last attempt (`TurnState.ending`)
+the model is asked once more, only to explain; the turn then ends with that failure. Secret
+params of the plan's calls are held in memory (`TurnState.secrets`); the transcript, the
+checkpoint and the events get the redaction mark instead, and any echo of them in the answer's
+text is scrubbed.
 """
 
 from __future__ import annotations
@@ -16,20 +20,23 @@ from pressloop.contracts import (
     DecisionProtocol,
     EventType,
     Message,
+    NextAction,
     Role,
     TurnStatus,
 )
+from pressloop.engine.decision_format import correction
 from pressloop.engine.decision_parser import decision_schema, parse_json_decision
 from pressloop.engine.prompt import render_for_json_protocol, system_prompt
 from pressloop.engine.state import CallModel, Finish, LoopStep, RunActions, TurnState
 from pressloop.engine.taint import model_history
-from pressloop.errors import InvalidModelOutput, LimitExceeded
+from pressloop.errors import InvalidModelOutput, LeaseLost, LimitExceeded, RunFailure
 from pressloop.providers.base import ModelRequest, ModelResponse, ResponseDone, TextDelta, ToolSpec
 from pressloop.redaction import SECRET, redact, scrub, secret_values
 
-CORRECTION = (
-    "Your last answer could not be used: {problem}. Answer again, following the expected format "
-    "exactly."
+ENDING = (
+    "An action failed on this run's last attempt: {problem}. The turn ends now and no more "
+    "actions will run. Tell the person in a short reply what was done, what failed and what "
+    "they can do about it."
 )
 
 
@@ -123,35 +130,79 @@ async def call_model(state: TurnState, _step: CallModel) -> LoopStep:
     deps, cp, policy = state.deps, state.checkpoint, state.request.policy
     if deps.cancel_requested():
         return Finish(status=TurnStatus.CANCELLED)
+    if state.ending is not None:
+        return await _explain(state)
     if cp.round >= policy.max_rounds:
         error = LimitExceeded(f"the turn reached its limit of {policy.max_rounds} rounds")
         return Finish(status=TurnStatus.FAILED, error=error.info())
-    protocol = deps.decision_protocol()
-    extra: list[Message] = []
-    plan: Plan | None = None
-    for attempt in range(2):
-        response = await _ask(
-            state, _build_request(state, extra), stream_text=protocol is DecisionProtocol.TOOLS
+    decided = await _decide(state, [])
+    if isinstance(decided, Finish):
+        return decided
+    plan = await _keep(state, decided)
+    if cp.usage.total_tokens > policy.max_tokens:
+        error = LimitExceeded(
+            f"the turn used {cp.usage.total_tokens} tokens, over its limit of {policy.max_tokens}"
         )
-        cp.usage = cp.usage.plus(response.usage.model_copy(update={"model_calls": 1}))
-        await deps.emit(
-            EventType.TOKENS,
-            {"input": response.usage.input_tokens, "output": response.usage.output_tokens},
-        )
-        try:
-            plan = _plan(response, protocol, cp.round)
-            break
-        except InvalidModelOutput as problem:
-            if attempt == 1:
-                unusable = InvalidModelOutput(
-                    f"the model's answer was unusable after one corrective retry: {problem.message}"
-                )
-                return Finish(status=TurnStatus.FAILED, error=unusable.info())
-            extra = [
-                Message(role=Role.ASSISTANT, content=response.text or "(empty answer)"),
-                Message(role=Role.USER, content=CORRECTION.format(problem=problem.message)),
-            ]
-    assert plan is not None
+        return Finish(status=TurnStatus.FAILED, error=error.info())
+    if not plan.calls:
+        return Finish(status=TurnStatus.SUCCEEDED)
+    return RunActions()
+
+
+async def _answer(state: TurnState, extra: list[Message]) -> ModelResponse:
+    """One model call (its text streamed with native tools) and its usage counted."""
+    deps = state.deps
+    stream_text = deps.decision_protocol() is DecisionProtocol.TOOLS
+    response = await _ask(state, _build_request(state, extra), stream_text=stream_text)
+    state.checkpoint.usage = state.checkpoint.usage.plus(
+        response.usage.model_copy(update={"model_calls": 1})
+    )
+    await deps.emit(
+        EventType.TOKENS,
+        {"input": response.usage.input_tokens, "output": response.usage.output_tokens},
+    )
+    return response
+
+
+async def _decide(state: TurnState, extra: list[Message]) -> Plan | Finish:
+    """The model's plan, with one corrective retry after an unusable answer."""
+    protocol, round_no = state.deps.decision_protocol(), state.checkpoint.round
+    response = await _answer(state, extra)
+    try:
+        return _plan(response, protocol, round_no)
+    except InvalidModelOutput as problem:
+        first = problem
+    retry = [
+        Message(role=Role.ASSISTANT, content=response.text or "(empty answer)"),
+        Message(role=Role.USER, content=correction(first.message, protocol)),
+    ]
+    response = await _answer(state, [*extra, *retry])
+    try:
+        return _plan(response, protocol, round_no)
+    except InvalidModelOutput as problem:
+        return _unusable(first, problem, response, protocol)
+
+
+def _unusable(
+    first: InvalidModelOutput,
+    second: InvalidModelOutput,
+    response: ModelResponse,
+    protocol: DecisionProtocol,
+) -> Plan | Finish:
+    """After the corrective retry: plain prose is the reply (a model that will not speak JSON
+    still answered); anything else fails the turn, naming the first problem the model met."""
+    text = response.text.strip()
+    if protocol is DecisionProtocol.JSON and text and "{" not in text:
+        return Plan(thought="", reply=text, calls=[], raw_text=text)
+    message = f"the model's answer was unusable after one corrective retry: {first.message}"
+    if second.message != first.message:
+        message += f" (the corrected answer: {second.message})"
+    return Finish(status=TurnStatus.FAILED, error=InvalidModelOutput(message).info())
+
+
+async def _keep(state: TurnState, plan: Plan) -> Plan:
+    """Record the model's answer in the transcript (secrets held back) and say it."""
+    deps, cp = state.deps, state.checkpoint
     plan = _hold_secrets(state, plan, deps.actions.catalog())
     cp.round += 1
     if plan.thought:
@@ -161,11 +212,28 @@ async def call_model(state: TurnState, _step: CallModel) -> LoopStep:
         cp.assistant_text = plan.reply
         await deps.emit(EventType.MESSAGE, {"text": plan.reply, "final": not plan.calls})
     await state.save()
-    if cp.usage.total_tokens > policy.max_tokens:
-        error = LimitExceeded(
-            f"the turn used {cp.usage.total_tokens} tokens, over its limit of {policy.max_tokens}"
-        )
-        return Finish(status=TurnStatus.FAILED, error=error.info())
-    if not plan.calls:
-        return Finish(status=TurnStatus.SUCCEEDED)
-    return RunActions()
+    return plan
+
+
+async def _explain(state: TurnState) -> Finish:
+    """The run's last attempt met a failure it cannot retry: the model, told the failed step's
+    result, is asked once more to explain (its actions, if any, are not run), then the turn
+    ends with that failure. If the model fails too, the failure alone ends it."""
+    ending = state.ending
+    assert ending is not None
+    done = Finish(
+        status=TurnStatus.FAILED,
+        error=ending,
+        next_action=NextAction.RESCHEDULE if ending.retryable else NextAction.STOP,
+    )
+    told = Message(role=Role.USER, content=ENDING.format(problem=ending.message.rstrip(".")))
+    try:
+        decided = await _decide(state, [told])
+    except LeaseLost:
+        raise
+    except RunFailure:
+        return done
+    if isinstance(decided, Plan) and decided.reply:
+        words = Plan(thought=decided.thought, reply=decided.reply, calls=[], raw_text=decided.reply)
+        await _keep(state, words)
+    return done

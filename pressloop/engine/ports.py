@@ -84,6 +84,9 @@ class EngineDeps:
     # Read at safe points (after each model call and each action): a person asked to stop.
     cancel_requested: Callable[[], bool] = _never
     disabled: bool = False
+    # False on the run's last attempt: an action's retryable failure is then the step's result,
+    # told to the model, instead of a reason to run the turn again.
+    retries_left: bool = True
     monotonic: Callable[[], float] = time.monotonic
     max_history_messages: int = 60
     max_output_tokens: int | None = None

@@ -32,6 +32,8 @@ class Finish:
     status: TurnStatus
     error: ErrorInfo | None = None
     next_action: NextAction = NextAction.STOP
+    # The turn's answer when Pressloop, not the model, has the last word (a parked turn).
+    assistant_text: str | None = None
 
 
 LoopStep = CallModel | RunActions | Finish
@@ -49,6 +51,9 @@ class TurnState:
     secrets: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Steps that asked a person before this turn was resumed: their decision answers them.
     asked: frozenset[int] = frozenset()
+    # An action failed on the run's last attempt: the model explains once more, then the turn
+    # ends with this error (`model_step._explain`).
+    ending: ErrorInfo | None = None
 
     def elapsed(self) -> float:
         return self.elapsed_before + (self.deps.monotonic() - self.started_at)
@@ -60,7 +65,9 @@ class TurnState:
         cp = self.checkpoint
         return TurnResult(
             status=finish.status,
-            assistant_text=cp.assistant_text,
+            assistant_text=cp.assistant_text
+            if finish.assistant_text is None
+            else finish.assistant_text,
             steps=list(cp.steps),
             usage=cp.usage,
             provider=self.deps.provider.name,

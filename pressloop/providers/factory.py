@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from pressloop.config import DEFAULT_BASE_URLS, DEFAULT_MODELS, Settings
 from pressloop.errors import ConfigurationError, ProviderNotConfigured
@@ -88,6 +89,52 @@ def _base_url(name: str, settings: Settings) -> str | None:
         "anthropic": settings.anthropic_base_url,
     }.get(name)
     return settings.base_url or own or DEFAULT_BASE_URLS.get(name)
+
+
+@dataclass(kw_only=True, frozen=True)
+class Endpoint:
+    """Where a provider's calls go over the network, with which key, and which settings say so
+    (what `pressloop doctor` checks and names)."""
+
+    name: str
+    base_url: str
+    base_url_variable: str  # the setting that gave `base_url`, or the one to set to change it
+    default_base_url: bool  # no setting gave it
+    api_key: str | None
+    key_variable: str
+
+
+def endpoint(settings: Settings) -> Endpoint | None:
+    """The configured provider's endpoint, or None when no network is involved (`scripted`,
+    `local`). Raises the `ConfigurationError`s `build_provider` raises."""
+    name = settings.provider or _detect(settings)
+    if name in ("scripted", "local"):
+        return None
+    own = {
+        "openai": ("OPENAI_BASE_URL", settings.openai_base_url),
+        "openai-compatible": ("OPENAI_BASE_URL", settings.openai_base_url),
+        "anthropic": ("ANTHROPIC_BASE_URL", settings.anthropic_base_url),
+    }.get(name, ("PRESSLOOP_BASE_URL", None))
+    base_url = _base_url(name, settings) or _sdk_base_url(name)
+    key = settings.openai_api_key if name == "openai-compatible" else _required_key(name, settings)
+    return Endpoint(
+        name=name,
+        base_url=base_url.rstrip("/"),
+        base_url_variable="PRESSLOOP_BASE_URL" if settings.base_url else own[0],
+        default_base_url=not (settings.base_url or own[1]),
+        api_key=key,
+        key_variable=_KEY_VARIABLES.get(name, "OPENAI_API_KEY"),
+    )
+
+
+def _sdk_base_url(name: str) -> str:
+    if name == "anthropic":
+        from pressloop.providers.anthropic_messages import ANTHROPIC_BASE_URL
+
+        return ANTHROPIC_BASE_URL
+    from pressloop.providers.openai_chat import OPENAI_BASE_URL
+
+    return OPENAI_BASE_URL
 
 
 def _real_provider(name: str, settings: Settings) -> Provider:

@@ -4,6 +4,9 @@ A step that needs a person creates a pending approval (durably, fenced, before t
 and the run rests in `waiting_approval`. Approving (optionally with edited params) or rejecting
 requeues the run in the same transaction; the resumed turn runs or skips the step and the model
 goes on. Pending approvals expire (PRESSLOOP_APPROVAL_EXPIRY, default 1 h) into a reject.
+Edited params are validated when the person approves (invalid: 422, still pending). An approved
+step runs even when a daily budget is used up meanwhile: the approval is the person's explicit
+decision (`runtime/budget_gate.py`); it is counted like any action.
 """
 
 from __future__ import annotations
@@ -12,11 +15,12 @@ import logging
 from datetime import timedelta
 from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pressloop.actions.executor import ApprovalDecision
+from pressloop.actions.executor import ApprovalDecision, validation_message
 from pressloop.actions.registry import ActionServices, ActionSpec, Registry
-from pressloop.contracts import ActionCall, ActionContext
+from pressloop.contracts import ActionCall, ActionContext, RunStatus
 from pressloop.errors import Conflict, InvalidRequest, NotFound
 from pressloop.redaction import secret_values
 from pressloop.runtime.clock import Now
@@ -114,8 +118,14 @@ class Approvals:
         params: dict[str, Any] | None = None,
     ) -> ApprovalRecord:
         current = await self.get(approval_id)
-        if approve and params:
+        if current.status == "pending" and current.run_status == RunStatus.CANCELLED.value:
+            raise Conflict(
+                f"approval {approval_id} can no longer be decided: its run {current.run_id} was "
+                "cancelled"
+            )
+        if approve and params is not None:
             self._refuse_secrets(current.action, params)
+            self._refuse_invalid(current.action, params)
         async with self.database.write() as conn:
             decided = await approval_store.decide(
                 conn,
@@ -141,6 +151,20 @@ class Approvals:
                 "they cannot be given with an approval; approve without it and set it in "
                 "WordPress instead"
             )
+
+    def _refuse_invalid(self, action: str, params: dict[str, Any]) -> None:
+        """Edited params are checked when a person approves, not when the step runs: invalid,
+        the approval is refused (422) and stays pending, so the person can fix them."""
+        spec = self.registry.get(action) if self.registry is not None else None
+        if spec is None:
+            return
+        try:
+            spec.params.model_validate(params)
+        except ValidationError as invalid:
+            raise InvalidRequest(
+                f"the edited params for {action} are invalid: {validation_message(invalid)}. "
+                "The approval is still pending: fix them, or approve without edits"
+            ) from None
 
     async def expire_due(self) -> list[ApprovalRecord]:
         async with self.database.write() as conn:

@@ -1,17 +1,20 @@
-"""Daily budgets and the per-user cooldown (DESIGN.md section 6), checked before the model is
-called. A refusal is clear (which budget, how much is used) and counted in the daily usage."""
+"""Daily budgets and the per-user cooldown (DESIGN.md section 6). A refusal is clear (which
+budget, how much is used, when it resets) and counted in the daily usage; `budget_gate.py`
+checks the budgets before a new turn is stored and before each model call and action."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pressloop.config import Settings
-from pressloop.contracts import Trigger
-from pressloop.errors import BudgetExceeded, RateLimited
+from pressloop.contracts import Trigger, Usage
+from pressloop.errors import RateLimited
 from pressloop.store.schema import runs, usage_daily
 
 # Messages from people are rate-limited; heartbeats and spawned agents have their own limits.
@@ -22,14 +25,33 @@ def site_subject(settings: Settings) -> str:
     return settings.wp_url or "default"
 
 
-async def check_budgets(
-    conn: AsyncConnection, settings: Settings, *, user: str | None, day: str
-) -> None:
-    """Raise BudgetExceeded if today's actions or tokens are used up for the user or the site."""
-    rows = await usage_rows(conn, settings, users={user}, day=day)
-    refusal = budget_refusal(rows, settings, user)
-    if refusal is not None:
-        raise refusal
+Subject = tuple[str, str]  # ("user", name) | ("site", address)
+ACTIONS, TOKENS = "actions", "tokens"
+
+
+@dataclass(kw_only=True)
+class Used:
+    """Today's use of one subject's budget."""
+
+    actions: int = 0
+    tokens: int = 0
+
+    def add(self, usage: Usage) -> None:
+        self.actions += usage.action_calls
+        self.tokens += usage.total_tokens
+
+
+@dataclass(kw_only=True, frozen=True)
+class Refusal:
+    """Which budget is used up, said for people, and the seconds until it resets."""
+
+    message: str
+    retry_after_s: float
+
+
+def budget_subjects(settings: Settings, user: str | None) -> list[Subject]:
+    """The budgets a run of `user` spends: the site's, and the user's when there is one."""
+    return [("site", site_subject(settings))] + ([("user", user)] if user else [])
 
 
 async def usage_rows(
@@ -55,31 +77,59 @@ async def usage_rows(
     )
 
 
+def stored_use(rows: list[sa.Row[Any]]) -> dict[Subject, Used]:
+    """The counters of `usage_rows` by subject."""
+    return {
+        (row.scope, row.subject): Used(
+            actions=row.action_calls, tokens=row.input_tokens + row.output_tokens
+        )
+        for row in rows
+    }
+
+
+def seconds_to_reset(now: datetime) -> float:
+    """Budgets are per UTC day: the seconds until the next midnight UTC."""
+    utc = now.astimezone(UTC)
+    midnight = datetime.combine(utc.date() + timedelta(days=1), time(), tzinfo=UTC)
+    return (midnight - utc).total_seconds()
+
+
+def _in(seconds: float) -> str:
+    minutes = max(1, math.ceil(seconds / 60))
+    return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
+
+
 def budget_refusal(
-    rows: list[sa.Row[Any]], settings: Settings, user: str | None
-) -> BudgetExceeded | None:
-    """The refusal for a run of `user`, given today's counters (`usage_rows`); None if both the
-    user's and the site's budgets have room."""
+    used: dict[Subject, Used],
+    settings: Settings,
+    user: str | None,
+    *,
+    now: datetime | None,
+    kinds: frozenset[str] = frozenset({ACTIONS, TOKENS}),
+) -> Refusal | None:
+    """Why a run of `user` may not go on (`kinds`: the budgets to look at), given today's use;
+    None if both the user's and the site's budgets have room. `now` says when it resets."""
     limits = {
         "user": (settings.budget_user_actions, settings.budget_user_tokens),
         "site": (settings.budget_site_actions, settings.budget_site_tokens),
     }
-    site = site_subject(settings)
-    for row in rows:
-        if (row.scope, row.subject) not in (("site", site), ("user", user)):
-            continue
-        actions_limit, tokens_limit = limits[row.scope]
-        tokens = row.input_tokens + row.output_tokens
-        who = f"user {row.subject}" if row.scope == "user" else "the site"
-        if actions_limit and row.action_calls >= actions_limit:
-            return BudgetExceeded(
-                f"the daily action budget of {who} is used up ({row.action_calls} of "
-                f"{actions_limit} actions today); it resets at midnight UTC"
+    wait_s = seconds_to_reset(now) if now is not None else 0.0
+    resets = "it resets at midnight UTC" + (f", in {_in(wait_s)}" if now is not None else "")
+    for scope, subject in budget_subjects(settings, user):
+        spent = used.get((scope, subject), Used())
+        actions_limit, tokens_limit = limits[scope]
+        who = f"user {subject}" if scope == "user" else "the site"
+        if ACTIONS in kinds and actions_limit and spent.actions >= actions_limit:
+            return Refusal(
+                message=f"the daily action budget of {who} is used up ({spent.actions} of "
+                f"{actions_limit} actions today); {resets}",
+                retry_after_s=wait_s,
             )
-        if tokens_limit and tokens >= tokens_limit:
-            return BudgetExceeded(
-                f"the daily token budget of {who} is used up ({tokens} of {tokens_limit} tokens "
-                "today); it resets at midnight UTC"
+        if TOKENS in kinds and tokens_limit and spent.tokens >= tokens_limit:
+            return Refusal(
+                message=f"the daily token budget of {who} is used up ({spent.tokens} of "
+                f"{tokens_limit} tokens today); {resets}",
+                retry_after_s=wait_s,
             )
     return None
 

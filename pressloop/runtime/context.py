@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -17,7 +18,7 @@ from pressloop.config import Settings
 from pressloop.contracts import Message
 from pressloop.engine.ports import MemoryNote
 from pressloop.errors import BudgetExceeded
-from pressloop.runtime.budgets import budget_refusal, usage_rows
+from pressloop.runtime.budgets import Subject, Used, budget_refusal, stored_use, usage_rows
 from pressloop.store import agents as agent_store
 from pressloop.store import memories as memory_store
 from pressloop.store import settings_repo
@@ -34,7 +35,9 @@ class RunContext:
     history: list[Message]
     memories: list[MemoryNote]  # the most relevant first; untrusted ones say so
     disabled: bool  # the kill switch
-    refusal: BudgetExceeded | None  # a daily budget is used up
+    # A new turn's daily budget is used up. A resumed turn (an approval was decided) has none:
+    # the step a person approved runs, and the budgets are checked at each model call and action.
+    refusal: BudgetExceeded | None
 
 
 async def load_contexts(
@@ -44,6 +47,7 @@ async def load_contexts(
     settings: Settings,
     day: str,
     history_limit: int,
+    now: datetime | None = None,
 ) -> dict[str, RunContext]:
     """Each run's context (by run id), in a fixed number of statements whatever the count."""
     if not runs:
@@ -59,8 +63,8 @@ async def load_contexts(
     disabled = settings.disable_agent or bool(
         await settings_repo.get_setting(conn, KILL_SWITCH_SETTING, False)
     )
-    counters = await usage_rows(
-        conn, settings, users={run.requesting_user for run in runs}, day=day
+    used = stored_use(
+        await usage_rows(conn, settings, users={run.requesting_user for run in runs}, day=day)
     )
     return {
         run.id: RunContext(
@@ -74,7 +78,16 @@ async def load_contexts(
                 )
             ],
             disabled=disabled,
-            refusal=budget_refusal(counters, settings, run.requesting_user),
+            refusal=_refusal(used, settings, run, now),
         )
         for run in runs
     }
+
+
+def _refusal(
+    used: dict[Subject, Used], settings: Settings, run: RunRecord, now: datetime | None
+) -> BudgetExceeded | None:
+    if run.checkpoint is not None:
+        return None
+    refusal = budget_refusal(used, settings, run.requesting_user, now=now)
+    return BudgetExceeded(refusal.message) if refusal is not None else None

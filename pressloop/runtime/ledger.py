@@ -44,6 +44,27 @@ class SessionLedger:
 
         await self.session.write(write)
 
+    async def settled(
+        self, call: ActionCall, risk: Risk, context: ActionContext, outcome: ActionOutcome
+    ) -> None:
+        now = self.session.now()
+
+        async def write(conn: AsyncConnection) -> None:
+            await ledger_store.record_settled(
+                conn,
+                run_id=context.run_id,
+                step_index=context.step_index,
+                thread_id=context.thread_id,
+                call_id=call.id,
+                action=call.name,
+                params=call.params,
+                risk=risk.value,
+                outcome=outcome,
+                now=now,
+            )
+
+        await self.session.write(write)
+
     async def outcome(self, context: ActionContext, outcome: ActionOutcome) -> None:
         now = self.session.now()
 

@@ -1,5 +1,6 @@
 """What a finished turn means for its run: the next status, a retry with backoff, the transcript
-kept in the thread, and the usage it adds (pure functions the runner applies)."""
+kept in the thread (with Pressloop's notice when the run failed, died or was cancelled), and the
+usage it adds (pure functions the runner applies)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from pressloop.contracts import (
 )
 from pressloop.engine.transcript import close_dangling_calls
 from pressloop.runtime.backoff import full_jitter
+from pressloop.runtime.notices import cancelled_notice, ended_notice, notice_message
 from pressloop.store.records import RunRecord
 
 HEARTBEAT_OK = "HEARTBEAT_OK"
@@ -47,6 +49,9 @@ class Outcome:
     transcript: list[Message]  # what the thread keeps of the turn
     event: EventType  # the run's last event: `run.finished`, or `error` for a retry
     event_data: dict[str, object]
+    # The result the run keeps: a dead run's is no longer retryable (`next_action: stop`).
+    result: TurnResult
+    notice: str | None = None  # Pressloop's words for a run that failed, died or was cancelled
 
 
 def outcome(
@@ -71,11 +76,16 @@ def outcome(
             attempt = run.attempt + 1
         else:
             status = RunStatus.DEAD
+            result = no_more_retries(result)
     checkpoint = checkpoint or initial_checkpoint(run)
+    notice = ended_notice(status, result.error, result.steps, attempts=run.attempt)
     transcript: list[Message] = []
     if status in FINAL_RUN_STATUSES and not quiet_heartbeat(run, result):
         transcript = close_dangling_calls(checkpoint.messages, ENDED_EARLY)
+        transcript += [notice_message(notice)] if notice else []
     finished: dict[str, object] = {"status": status.value, "result": result.model_dump(mode="json")}
+    if notice:
+        finished["notice"] = notice
     if not_before is not None:
         finished["retry_at"] = not_before.isoformat()
     if status is RunStatus.QUEUED:
@@ -95,7 +105,24 @@ def outcome(
         transcript=transcript,
         event=event,
         event_data=data,
+        result=result,
+        notice=notice,
     )
+
+
+def cancelled_transcript(run: RunRecord) -> list[Message]:
+    """What a run cancelled before it ran, or while it waited (for a retry or an approval),
+    leaves in its thread: its transcript so far, every call answered, and Pressloop's notice."""
+    checkpoint = initial_checkpoint(run)
+    notice = cancelled_notice(checkpoint.steps, before=run.status, error=run.error)
+    return [*close_dangling_calls(checkpoint.messages, ENDED_EARLY), notice_message(notice)]
+
+
+def no_more_retries(result: TurnResult) -> TurnResult:
+    """A dead run's result: its error is no longer retryable and nothing comes next (a person
+    may still requeue it)."""
+    error = result.error.model_copy(update={"retryable": False}) if result.error else None
+    return result.model_copy(update={"error": error, "next_action": NextAction.STOP})
 
 
 def quiet_heartbeat(run: RunRecord, result: TurnResult) -> bool:

@@ -21,14 +21,12 @@ from pressloop.actions.registry import ActionServices, Registry
 from pressloop.actions.wordpress.site_context import CHANGES_CONTEXT, SiteContextCache
 from pressloop.config import Settings
 from pressloop.contracts import (
-    FINAL_RUN_STATUSES,
     DecisionProtocol,
     ErrorInfo,
     EventType,
     NextAction,
     RunStatus,
     StepStatus,
-    Trigger,
     TurnRequest,
     TurnResult,
     TurnStatus,
@@ -39,23 +37,32 @@ from pressloop.engine.prompt import memory_section
 from pressloop.errors import LeaseLost, PressloopError
 from pressloop.providers.base import Provider
 from pressloop.runtime.approvals import SessionApprovals
+from pressloop.runtime.budget_gate import RunBudget
 from pressloop.runtime.budgets import site_subject
 from pressloop.runtime.bus import EventBus
+from pressloop.runtime.cancel_watch import CancelWatch
 from pressloop.runtime.clock import Now, utc_now
 from pressloop.runtime.commits import Committer
 from pressloop.runtime.context import KILL_SWITCH_SETTING as KILL_SWITCH_SETTING
 from pressloop.runtime.context import RunContext, load_contexts
+from pressloop.runtime.interrupt import (
+    ActionsInFlight,
+    TurnParts,
+    cancelled_turn,
+    run_cancellable,
+)
+from pressloop.runtime.kill_switch import SwitchedOff
 from pressloop.runtime.leases import LeaseKeeper
 from pressloop.runtime.ledger import SessionLedger
 from pressloop.runtime.memory import StoreMemory
 from pressloop.runtime.outcome import HEARTBEAT_OK as HEARTBEAT_OK
 from pressloop.runtime.outcome import minus, outcome
+from pressloop.runtime.reports import after_finish
 from pressloop.runtime.session import RunSession
-from pressloop.runtime.spawn import Spawner, deliver_to_parent
+from pressloop.runtime.spawn import Spawner
 from pressloop.runtime.usage_buffer import UsageBuffer
 from pressloop.store import claims as claim_store
 from pressloop.store import runs as run_store
-from pressloop.store import threads as thread_store
 from pressloop.store.db import Database
 from pressloop.store.records import Claim, RunRecord
 from pressloop.store.run_writes import FinishWrite
@@ -82,6 +89,7 @@ class Runner:
     usage: UsageBuffer = field(init=False)
     committer: Committer = field(init=False)
     leases: LeaseKeeper = field(init=False)
+    cancels: CancelWatch = field(init=False)
     # Contexts read with their claims, until `run_claim` takes them (by run id: a claim that is
     # never run leaves one entry, replaced if the run is claimed again).
     _contexts: dict[str, RunContext] = field(default_factory=dict, init=False)
@@ -92,10 +100,13 @@ class Runner:
             self.database, self.bus, now=self.now, lease_ttl_s=self.settings.lease_ttl_s
         )
         self.leases = LeaseKeeper(self.sessions, renew_s=self.settings.lease_renew_s)
+        self.cancels = CancelWatch(self.database, self.sessions, poll_s=self.settings.cancel_poll_s)
 
     async def claim_many(self, limit: int) -> list[Claim]:
-        """Claim up to `limit` runnable runs, reading their contexts in the same transaction."""
+        """Claim up to `limit` runnable runs, reading their contexts in the same transaction
+        (none while the kill switch is on: queued runs wait for it to go off)."""
         now = self.now()
+        claims: list[Claim] = []
         try:
             async with self.database.write() as conn:
                 claims = await claim_store.claim_runs(
@@ -107,21 +118,44 @@ class Runner:
                     savepoint=False,
                 )
                 await self._load_contexts(conn, claims)
+                self._refuse_if_switched_off(claims)
         except IntegrityError:  # another worker won a thread: nothing was claimed, try again
             return []
+        except SwitchedOff:
+            return self._forget(claims)
         return claims
 
     async def claim(self, run_id: str | None = None) -> Claim | None:
+        """Claim this run (or the next runnable one); None if it cannot start now (its thread
+        is busy, or the kill switch is on)."""
+        claim = None
         try:
             async with self.database.write() as conn:
-                return await self.claim_in(conn, run_id, savepoint=False)
+                claim = await self.claim_in(conn, run_id, savepoint=False)
+                self._refuse_if_switched_off([claim] if claim else [])
         except IntegrityError:  # another worker won the thread
             return None
+        except SwitchedOff:
+            self._forget([claim] if claim else [])
+            return None
+        return claim
+
+    def _refuse_if_switched_off(self, claims: list[Claim]) -> None:
+        """The contexts read with the claims say whether the kill switch is on: if it is, the
+        claims are rolled back and the runs stay queued (no statement of its own)."""
+        if claims and self._contexts[claims[0].run.id].disabled:
+            raise SwitchedOff
+
+    def _forget(self, claims: list[Claim]) -> list[Claim]:
+        for claim in claims:
+            self._contexts.pop(claim.run.id, None)
+        return []
 
     async def claim_in(
         self, conn: AsyncConnection, run_id: str | None, *, savepoint: bool = True
     ) -> Claim | None:
-        """Claim in the caller's transaction (with a savepoint, a lost race leaves it usable)."""
+        """Claim in the caller's transaction (with a savepoint, a lost race leaves it usable).
+        The caller has looked at the kill switch (`Service.submit` refuses while it is on)."""
         claim = await claim_store.claim_run(
             conn,
             owner=self.owner,
@@ -148,6 +182,7 @@ class Runner:
     async def close(self) -> None:
         """Wait for the last writes and write the usage counters (the service is closing)."""
         await self.leases.close()
+        await self.cancels.close()
         await self.committer.close()
         await self.usage.flush()
 
@@ -164,13 +199,14 @@ class Runner:
         )
         self.sessions[run.id] = session
         self.leases.watch()
+        self.cancels.watch()
         try:
             await session.emit(
                 EventType.RUN_STARTED,
                 {"attempt": run.attempt, "trigger": run.trigger.value, "worker": self.owner},
             )
             try:
-                result = await self._turn(run, session, context)
+                result = await self._cancellable_turn(run, session, context)
             except LeaseLost:
                 raise
             except Exception as exc:
@@ -220,11 +256,11 @@ class Runner:
             log.warning("run %s: not handed back; its lease will expire", session.run_id)
 
     def signal_cancel(self, run_id: str) -> None:
-        """A person asked to stop a run this process is running: tell it without waiting for
-        its next write (other processes learn it from the database at their next write)."""
+        """A person asked to stop a run: if this process runs it, stop its turn now (other
+        processes learn it from the database: `CancelWatch`, and every commit)."""
         session = self.sessions.get(run_id)
         if session is not None:
-            session.cancel_requested = True
+            session.request_cancel()
 
     async def _release(self, run: RunRecord, session: RunSession) -> None:
         now = self.now()
@@ -248,8 +284,20 @@ class Runner:
         except Exception:  # the lease will expire and the run be reclaimed anyway
             log.warning("run %s: could not requeue on shutdown", run.id)
 
-    async def _turn(
+    async def _cancellable_turn(
         self, run: RunRecord, session: RunSession, context: RunContext | None
+    ) -> TurnResult:
+        """The turn, stopped at once by a cancel request whatever it awaits (`interrupt.py`)."""
+        parts = TurnParts()
+        result = await run_cancellable(session, self._turn(run, session, context, parts))
+        if result is not None:
+            return result
+        return await cancelled_turn(
+            run, session, parts, registry=self.registry, services=self.services_for(run)
+        )
+
+    async def _turn(
+        self, run: RunRecord, session: RunSession, context: RunContext | None, parts: TurnParts
     ) -> TurnResult:
         try:
             provider = self.provider()
@@ -270,6 +318,8 @@ class Runner:
             await session.emit(EventType.ERROR, context.refusal.info().model_dump())
             return TurnResult(status=TurnStatus.FAILED, error=context.refusal.info())
         deps = self._deps(run, context, provider, session)
+        parts.deps = deps
+        parts.actions = deps.actions = ActionsInFlight(deps.actions)
         if self.services.wordpress is not None:
             deps.prompt.site_context = await self.site_context.text(self.services.wordpress)
         request = TurnRequest(
@@ -293,7 +343,7 @@ class Runner:
         protocol_setting = self.settings.decision_protocol
         memories, untrusted_memories = memory_section(context.memories)
         return EngineDeps(
-            provider=provider,
+            provider=RunBudget(counting=self, run=run).guarded(provider),  # tokens, each call
             actions=self._executor(run, session),
             history=context.history,
             prompt=PromptContext(
@@ -307,6 +357,7 @@ class Runner:
             save_checkpoint=session.save_checkpoint,
             cancel_requested=lambda: session.cancel_requested,
             disabled=context.disabled,
+            retries_left=run.attempt < run.max_attempts,
             max_output_tokens=self.settings.max_output_tokens,
         )
 
@@ -317,6 +368,7 @@ class Runner:
             services,
             ledger=SessionLedger(session),
             approvals=SessionApprovals(session, services, self.settings.approval_expiry_s),
+            budget=RunBudget(counting=self, run=run),  # actions, each call
         )
 
     def services_for(self, run: RunRecord) -> ActionServices:
@@ -341,35 +393,23 @@ class Runner:
         fields: dict[str, Any] = {
             "status": end.status,
             "now": now,
-            "result": result,
-            "error": result.error,
+            "result": end.result,
+            "error": end.result.error,
             "usage": result.usage,
             "checkpoint": end.checkpoint,
             "not_before": end.not_before,
             "attempt": end.attempt,
             "event_seq": session.seq,
         }
-
-        async def deliver(conn: AsyncConnection) -> str | None:
-            thread = await thread_store.get_thread(conn, run.thread_id)
-            if thread is None or thread.parent_id is None:
-                return None
-            return await deliver_to_parent(
-                conn,
-                thread,
-                run.id,
-                end.status,
-                result,
-                now=now,
-                max_attempts=self.settings.max_attempts,
-            )
-
-        spawned_done = run.trigger is Trigger.SPAWNED and end.status in FINAL_RUN_STATUSES
+        # Spawned agents' reports, in the same transaction (`reports.py`).
+        reports = after_finish(
+            run, end.status, result, now=now, max_attempts=self.settings.max_attempts
+        )
         woken = await session.finish(
             FinishWrite(
                 values=run_store.finish_values(**fields), at=now, transcript=end.transcript
             ),
-            deliver if spawned_done else None,
+            reports,
         )
         # The day's counters are shared by every run: summed here, written once an interval.
         self.usage.add(

@@ -31,9 +31,12 @@ from pressloop.errors import (
 )
 from pressloop.providers.base import Provider
 from pressloop.runtime.approvals import Approvals
+from pressloop.runtime.budget_gate import refuse_new_turn
 from pressloop.runtime.budgets import check_cooldown
 from pressloop.runtime.bus import EventBus
 from pressloop.runtime.clock import Now, utc_now
+from pressloop.runtime.kill_switch import refuse_if_disabled
+from pressloop.runtime.outcome import cancelled_transcript
 from pressloop.runtime.runner import Runner
 from pressloop.runtime.scheduler import Scheduler
 from pressloop.runtime.schedules import Schedules
@@ -101,6 +104,9 @@ class Service(ServiceReads):
         )
         self._provider = provider
         self._tasks: set[asyncio.Task[Any]] = set()
+        # Whether this process runs turns a request starts (`submit(start_here=True)`, a
+        # decided approval, a requeue): `pressloop serve` with PRESSLOOP_SERVE_RUNS=0 does not.
+        self.runs_turns = True
         self.worker: Worker | None = None
         self.scheduler: Scheduler | None = None
         self.schedules = Schedules(database, now)
@@ -253,6 +259,8 @@ class Service(ServiceReads):
             raise InvalidRequest("the message is empty")
         if idempotency_key is not None and not 0 < len(idempotency_key) <= 200:
             raise InvalidRequest("an idempotency key has 1 to 200 characters")
+        start_here = start_here and self.runs_turns
+        interrupted: str | None = None
         now = self.now()
         async with self.database.write() as conn:
             thread = await thread_store.get_thread(conn, thread_id)
@@ -262,15 +270,19 @@ class Service(ServiceReads):
             if idempotency_key is None or not await run_store.find_by_key(
                 conn, thread_id, idempotency_key
             ):
+                await refuse_if_disabled(conn, self.settings)  # before anything is stored
                 active = await run_store.active_run(conn, thread_id)
                 if active is not None and multitask is Multitask.REJECT:
                     raise Conflict(
                         f"thread {thread_id} is busy with run {active.id} ({active.status.value})"
                     )
                 await check_cooldown(conn, self.settings, user=user, trigger=trigger, now=now)
+                await refuse_new_turn(conn, self.runner, user=user)  # 429 while a budget is spent
                 if active is not None and multitask is Multitask.INTERRUPT:
-                    await run_store.request_cancel(conn, active.id, now=now)
-                    self.runner.signal_cancel(active.id)
+                    await run_store.request_cancel(
+                        conn, active.id, now=now, ended=cancelled_transcript
+                    )
+                    interrupted = active.id
             resolved = await resolve_run_policy(
                 conn,
                 trigger,
@@ -297,10 +309,13 @@ class Service(ServiceReads):
                 await thread_store.touch_thread(conn, thread_id, now=now)
                 if start_here:
                     claim = await self.runner.claim_in(conn, run.id)
+        if interrupted is not None:
+            self.runner.signal_cancel(interrupted)  # stops now if it runs here (else: CancelWatch)
         started = None
         if created and start_here:
-            # Not claimed (the thread is busy): run_now tries again, else a worker takes it.
-            work = self.runner.run_claim(claim) if claim else self.run_now(run.id)
+            # Not claimed (the thread is busy): run_now tries again (once the interrupted run
+            # has stopped), else a worker takes it.
+            work = self.runner.run_claim(claim) if claim else self._run_after(interrupted, run.id)
             started = asyncio.create_task(work, name=f"run:{run.id}")
             self._keep(started)
         elif created and self.worker is not None:
@@ -323,11 +338,18 @@ class Service(ServiceReads):
                 f"the message has {len(message)} characters; the limit is "
                 f"{self.settings.max_message_chars} (PRESSLOOP_MAX_MESSAGE_CHARS)"
             )
+        await self.check_enabled()
         spawned = await self.spawner.spawn_child(
             thread_id, message, wait=wait, title=title, key=idempotency_key, user=user
         )
         self._queued(spawned.run.id)
         return spawned
+
+    async def check_enabled(self) -> None:
+        """Raise `AgentDisabled` while the kill switch is on (before a command stores anything:
+        `pressloop chat` asks before it makes a thread)."""
+        async with self.database.read() as conn:
+            await refuse_if_disabled(conn, self.settings)
 
     async def decide(
         self,
@@ -362,16 +384,30 @@ class Service(ServiceReads):
             return None
         return await self.runner.run_claim(claim)
 
+    async def _run_after(self, interrupted: str | None, run_id: str) -> RunRecord | None:
+        """Run `run_id` here once the run it interrupts has stopped (within a second when it
+        runs anywhere; PRESSLOOP_CANCEL_WAIT at most), so the new message starts at once."""
+        if interrupted is not None and self.settings.cancel_wait_s > 0:
+            await self.wait(interrupted, timeout_s=self.settings.cancel_wait_s)
+        return await self.run_now(run_id)
+
     def start_run_soon(self, run_id: str) -> None:
-        self._keep(asyncio.create_task(self.run_now(run_id), name=f"run:{run_id}"))
+        if self.runs_turns:
+            self._keep(asyncio.create_task(self.run_now(run_id), name=f"run:{run_id}"))
 
     async def cancel(self, run_id: str) -> RunRecord:
+        """Cancel a queued or paused run at once; stop a running one, wherever it runs, and
+        answer once it has (or after PRESSLOOP_CANCEL_WAIT, still `running` while it stops)."""
         async with self.database.write() as conn:
-            run = await run_store.request_cancel(conn, run_id, now=self.now())
+            run = await run_store.request_cancel(
+                conn, run_id, now=self.now(), ended=cancelled_transcript
+            )
         if run is None:
             raise NotFound(f"run {run_id!r} does not exist")
         self.runner.signal_cancel(run_id)
         self.bus.notify(run_id)
+        if run.status is RunStatus.RUNNING and self.settings.cancel_wait_s > 0:
+            return await self.wait(run_id, timeout_s=self.settings.cancel_wait_s)
         return run
 
     async def requeue(self, run_id: str) -> RunRecord:

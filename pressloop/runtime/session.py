@@ -50,6 +50,8 @@ class RunSession:
         # When the lease was last renewed (monotonic): the claim, then every commit.
         self.last_written = time.monotonic()
         self.cancel_requested = claim.run.cancel_requested
+        # The task running the turn while it runs: a cancel request cancels it (the runner).
+        self.turn: asyncio.Task[Any] | None = None
         self.last_checkpoint: Checkpoint | None = None
         self.failure: BaseException | None = None
         self._events: list[Event] = []
@@ -137,6 +139,14 @@ class RunSession:
         # A renewal asked for after the run's last write would only find its lease gone.
         self.committer.discard(self.run_id)
 
+    def request_cancel(self) -> None:
+        """A person asked to stop the run: stop the turn now, whatever it awaits (a model
+        answer, an action, a write); the runner then settles what was in flight."""
+        first = not self.cancel_requested
+        self.cancel_requested = True
+        if first and self.turn is not None and not self.turn.done():
+            self.turn.cancel()
+
     def _raise_if_failed(self) -> None:
         if self.failure is not None:
             raise self.failure
@@ -173,8 +183,9 @@ class RunSession:
 
     def _done(self, error: BaseException | None, cancel: bool) -> None:
         if error is None:
-            self.cancel_requested = self.cancel_requested or cancel
             self.last_written = time.monotonic()
+            if cancel:  # asked in another process: learnt from this commit
+                self.request_cancel()
             return
         self.failure = error
         # What was queued after the failed batch cannot be written either.

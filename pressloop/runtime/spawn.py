@@ -1,30 +1,22 @@
 """Spawned agents: a child thread with a seed message, the `spawned` policy and a queued run.
 
 Limits (DESIGN.md section 9): depth <= 2 below the root thread and <= 5 live children per parent.
-When a child's run ends, its result goes back to the parent: as a follow-up run that wakes the
-parent if it asked to wait, else as a message in the parent's thread.
+The same idempotency key gives the same child; with another message it is refused (422), as a
+run's is. When a child's run ends, its result goes back to the parent (`reports.py`): as a
+`wake` run if the parent asked to wait, else as a message in the parent's thread, after the
+turn that spawned it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pressloop.contracts import (
-    ActionContext,
-    Checkpoint,
-    Message,
-    Role,
-    RunStatus,
-    Trigger,
-    TurnResult,
-)
-from pressloop.engine.taint import UNTRUSTED_PREFIX
-from pressloop.errors import Conflict, NotFound
+from pressloop.contracts import ActionContext, RunStatus, Trigger
+from pressloop.errors import Conflict, InvalidRequest, NotFound
 from pressloop.runtime.clock import Now
 from pressloop.runtime.site_policies import resolve_run_policy
 from pressloop.store import agents as agent_store
@@ -84,6 +76,11 @@ class Spawner:
             seed_key = f"spawn:{parent.id}:{key}" if key else None
             if seed_key is not None:
                 existing = await _spawned_by_key(conn, seed_key)
+                if existing is not None and existing.run.input != message:
+                    raise InvalidRequest(
+                        f"the idempotency key {key!r} was already used on this thread for "
+                        f"another message (child thread {existing.thread.id})"
+                    )
                 if existing is not None:
                     return existing
             if parent.depth + 1 > MAX_DEPTH:
@@ -156,66 +153,3 @@ async def _spawned_by_key(conn: AsyncConnection, seed_key: str) -> Spawned | Non
     thread = await thread_store.get_thread(conn, run.thread_id)
     assert thread is not None
     return Spawned(thread=thread, run=run, created=False)
-
-
-def child_report(thread: ThreadRecord, status: RunStatus, result: TurnResult) -> str:
-    """What the parent is told; a child that had untrusted text in front of it reports
-    untrusted text (its answer may follow instructions it read)."""
-    outcome = result.assistant_text or (result.error.message if result.error else "")
-    report = f"[spawned agent {thread.id} finished: {status.value}]\n{outcome}".strip()
-    return UNTRUSTED_PREFIX + report if result.untrusted else report
-
-
-async def deliver_to_parent(
-    conn: AsyncConnection,
-    thread: ThreadRecord,
-    child_run_id: str,
-    status: RunStatus,
-    result: TurnResult,
-    *,
-    now: datetime,
-    max_attempts: int,
-) -> str | None:
-    """Post a finished child's result to its parent; returns the wake-up run id, if any."""
-    assert thread.parent_id is not None
-    report = child_report(thread, status, result)
-    if not thread.metadata.get("wait"):
-        await thread_store.append_messages(
-            conn,
-            thread.parent_id,
-            [
-                Message(
-                    role=Role.USER,
-                    name="spawned_agent",
-                    content=report,
-                    untrusted=result.untrusted,
-                )
-            ],
-            now=now,
-        )
-        return None
-    parent = await thread_store.get_thread(conn, thread.parent_id)
-    agent = await agent_store.get_agent(conn, thread.agent_id)
-    trigger = Trigger(thread.metadata.get("parent_trigger", Trigger.API.value))
-    run, _ = await run_store.create_run(
-        conn,
-        thread_id=thread.parent_id,
-        agent_id=thread.agent_id,
-        trigger=trigger,
-        input=report,
-        policy=await resolve_run_policy(
-            conn,
-            trigger,
-            agent=agent.policy if agent else None,
-            thread=parent.metadata.get("policy") if parent else None,
-        ),
-        now=now,
-        requesting_user=f"thread:{thread.id}",
-        max_attempts=max_attempts,
-        idempotency_key=f"child-done:{child_run_id}",
-        # The report opens the parent's turn as a message that keeps its mark.
-        checkpoint=Checkpoint(messages=[Message(role=Role.USER, content=report, untrusted=True)])
-        if result.untrusted
-        else None,
-    )
-    return run.id

@@ -23,8 +23,25 @@ class UsageBuffer:
         self.database = database
         self.interval_s = interval_s
         self._pending: dict[Key, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
+        # What a flush is writing: not in `_pending` any more, not yet committed.
+        self._flushing: dict[Key, list[int]] = {}
         self._flushed_at = float("-inf")
         self._lock = asyncio.Lock()
+
+    def unwritten(self, day: str, scope: str, subject: str) -> Usage:
+        """What this process counted for (day, scope, subject) that the table may not hold yet
+        (budgets add it to the table's counters)."""
+        counters = [0, 0, 0, 0]
+        for source in (self._pending, self._flushing):
+            found = source.get((day, scope, subject))
+            for i in range(4):
+                counters[i] += found[i] if found else 0
+        return Usage(
+            input_tokens=counters[0],
+            output_tokens=counters[1],
+            model_calls=counters[2],
+            action_calls=counters[3],
+        )
 
     def add(
         self, *, day: str, subjects: dict[str, str], usage: Usage, runs: int, refusals: int
@@ -53,6 +70,7 @@ class UsageBuffer:
             self._flushed_at = time.monotonic()
             if not pending:
                 return
+            self._flushing = pending
             try:
                 async with self.database.write() as conn:
                     for (day, scope, subject), c in sorted(pending.items()):
@@ -76,3 +94,5 @@ class UsageBuffer:
                     for i, value in enumerate(counters):
                         mine[i] += value
                 raise
+            finally:
+                self._flushing = {}

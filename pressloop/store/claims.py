@@ -175,7 +175,7 @@ async def reclaim_expired(conn: AsyncConnection, *, now: datetime) -> list[str]:
     lost = ErrorInfo(
         cls="LeaseExpired",
         message="the worker running this run stopped (its lease expired) on every attempt",
-        retryable=True,
+        retryable=False,  # dead: no retry comes (a person may requeue it)
     )
     await conn.execute(
         sa.update(runs)

@@ -1,4 +1,9 @@
-"""The action ledger: (run, step) -> intent, then outcome. Makes each step's effect happen once."""
+"""The action ledger: (run, step) -> intent, then outcome. Makes each step's effect happen once.
+
+Every write and destructive step has a row, whatever its fate (`LedgerEntry.fate`): ran, failed,
+unknown (no outcome yet, or one that could not tell whether the site changed), and the steps that
+never reached the site: rejected, denied, refused (a daily budget), cancelled.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,30 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pressloop.contracts import ActionOutcome
+from pressloop.contracts import ActionOutcome, StepStatus
 from pressloop.store.schema import action_ledger
+
+FATES = ("ran", "failed", "rejected", "denied", "refused", "cancelled", "unknown")
+_FATE_OF_STATUS = {
+    StepStatus.SUCCEEDED: "ran",
+    StepStatus.FAILED: "failed",
+    StepStatus.REJECTED: "rejected",
+    StepStatus.DENIED: "denied",
+    StepStatus.REFUSED: "refused",
+    StepStatus.CANCELLED: "cancelled",
+}
+
+
+def fate_of(outcome: ActionOutcome | None) -> str:
+    """One of FATES for a step's outcome (None: it has none yet)."""
+    if outcome is None:
+        return "unknown"
+    if isinstance(outcome.data, dict) and outcome.data.get("unknown") is True:
+        return "unknown"
+    return _FATE_OF_STATUS.get(outcome.status, "unknown")
 
 
 @dataclass(kw_only=True)
@@ -29,6 +54,10 @@ class LedgerEntry:
     undo_state: str | None
     created_at: datetime
     finished_at: datetime | None
+
+    @property
+    def fate(self) -> str:
+        return fate_of(self.outcome)
 
 
 def _entry(row: sa.Row[Any]) -> LedgerEntry:
@@ -82,6 +111,40 @@ async def record_intent(
             created_at=now,
         )
     )
+
+
+async def record_settled(
+    conn: AsyncConnection,
+    *,
+    run_id: str,
+    step_index: int,
+    thread_id: str,
+    call_id: str,
+    action: str,
+    params: dict[str, Any],
+    risk: str,
+    outcome: ActionOutcome,
+    now: datetime,
+) -> None:
+    """Record a step that never reached the site with its outcome; a row already there for
+    (run, step) is left as it is (a resumed turn decides the same step again)."""
+    insert = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(
+        action_ledger
+    ).values(
+        run_id=run_id,
+        step_index=step_index,
+        thread_id=thread_id,
+        call_id=call_id,
+        action=action,
+        params=params,
+        risk=risk,
+        status="done",
+        outcome=outcome.model_dump(mode="json"),
+        snapshot=None,
+        created_at=now,
+        finished_at=now,
+    )
+    await conn.execute(insert.on_conflict_do_nothing(index_elements=["run_id", "step_index"]))
 
 
 async def record_outcome(

@@ -7,6 +7,7 @@ and stops (DESIGN.md section 8).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,6 +20,7 @@ from pressloop.contracts import (
     FINAL_RUN_STATUSES,
     Checkpoint,
     ErrorInfo,
+    Message,
     Policy,
     RunStatus,
     Trigger,
@@ -26,10 +28,14 @@ from pressloop.contracts import (
     Usage,
 )
 from pressloop.errors import LeaseLost
+from pressloop.store import threads as thread_store
 from pressloop.store.ids import new_id
 from pressloop.store.records import Claim, RunRecord
 from pressloop.store.schema import runs
 
+# Runs looked up per statement when a process looks for cancels (well under SQLite's limit of
+# bound parameters).
+_CANCEL_BATCH = 500
 # A thread is busy while one of its runs is running or paused on an approval.
 BUSY_STATUSES = (RunStatus.RUNNING.value, RunStatus.WAITING_APPROVAL.value)
 
@@ -335,22 +341,46 @@ async def finish_run(
     return to_record(row)
 
 
-async def request_cancel(conn: AsyncConnection, run_id: str, *, now: datetime) -> RunRecord | None:
-    """Cancel a queued or paused run at once; ask a running one to stop at its next safe point."""
+async def request_cancel(
+    conn: AsyncConnection,
+    run_id: str,
+    *,
+    now: datetime,
+    ended: Callable[[RunRecord], Sequence[Message]] | None = None,
+) -> RunRecord | None:
+    """Cancel a queued or paused run at once; flag a running one (the process running it stops
+    it within a second: `runtime/interrupt.py`, `runtime/cancel_watch.py`).
+    `ended(run)`: the messages a run cancelled at once leaves in its thread (its transcript so
+    far and Pressloop's notice, `runtime/notices.py`)."""
     run = await get_run(conn, run_id)
     if run is None:
         return None
     if run.status in (RunStatus.QUEUED, RunStatus.WAITING_APPROVAL):
-        await conn.execute(
+        done = await conn.execute(
             sa.update(runs)
             .where(runs.c.id == run_id, runs.c.status == run.status.value)
             .values(status=RunStatus.CANCELLED.value, finished_at=now, updated_at=now)
         )
+        if done.rowcount and ended is not None:
+            await thread_store.append_messages(
+                conn, run.thread_id, ended(run), now=now, run_id=run_id
+            )
     elif run.status == RunStatus.RUNNING:
         await conn.execute(
             sa.update(runs).where(runs.c.id == run_id).values(cancel_requested=True, updated_at=now)
         )
     return await get_run(conn, run_id)
+
+
+async def cancels_requested(conn: AsyncConnection, run_ids: Sequence[str]) -> list[str]:
+    """Which of these runs a person asked to cancel (a process looking for cancels asked
+    elsewhere for the runs it runs, `runtime/cancel_watch.py`)."""
+    asked: list[str] = []
+    for start in range(0, len(run_ids), _CANCEL_BATCH):
+        batch = list(run_ids[start : start + _CANCEL_BATCH])
+        query = sa.select(runs.c.id).where(runs.c.id.in_(batch), runs.c.cancel_requested)
+        asked += list((await conn.execute(query)).scalars())
+    return asked
 
 
 async def requeue(conn: AsyncConnection, run_id: str, *, now: datetime) -> RunRecord | None:

@@ -26,7 +26,7 @@ async def test_settings_change_the_kill_switch_and_the_policies_of_the_next_runs
     off = await api.client.post(
         f"/v1/threads/{thread_id}/runs", json={"message": "hi"}, headers=api.auth()
     )
-    assert off.json()["run"]["error"]["cls"] == "AgentDisabled"
+    assert off.status_code == 503 and off.json()["error"]["code"] == "agent_disabled"
 
     await api.client.patch(
         "/v1/settings", json={"agent_disabled": False}, headers=api.auth("admin")

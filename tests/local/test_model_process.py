@@ -5,6 +5,7 @@ is answered by a new model process."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
@@ -14,8 +15,11 @@ from typing import Any
 
 import pytest
 
+from pressloop.config import Settings
 from pressloop.local_model import ModelPlace, prepare
+from pressloop.providers.local import build_local_provider
 from tests.local.conftest import MODEL_TEST_TIMEOUT_S, Prepared
+from tests.local.test_prompt_state import small_request
 from tests.ui.conftest import Server, StartServer, start_server  # noqa: F401
 
 
@@ -34,6 +38,13 @@ def model_processes(parent: int) -> list[int]:
         if ppid == parent and b"pressloop.providers.local.model_server" in command:
             found.append(int(entry.name))
     return found
+
+
+def maps_model(pid: int) -> bool:
+    try:
+        return ".gguf" in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
 
 
 def wait_for(what: str, check: Any, timeout_s: float = 300) -> Any:
@@ -87,8 +98,10 @@ def test_a_killed_model_process_fails_the_decision_retryably_and_the_service_goe
     assert started.status_code == 202, started.text
     run_id = started.json()["run"]["id"]
 
-    # The first decision starts the model process; kill it while that decision is in flight.
+    # The first decision starts the model process; kill it while that decision is in flight
+    # (the process has the model file mapped: it is loading it or answering with it).
     (first,) = wait_for("the model process", lambda: model_processes(serve), 120)
+    wait_for("the model to be loaded", lambda: maps_model(first), 120)
     assert server.api.get(f"/v1/runs/{run_id}").json()["status"] == "running"
     os.kill(first, signal.SIGKILL)
 
@@ -96,7 +109,7 @@ def test_a_killed_model_process_fails_the_decision_retryably_and_the_service_goe
         return next((e for e in events(server, run_id) if e["type"] == "error"), None)
 
     error = wait_for("the run's error", retry_event, 120)
-    failure = error["data"]["result"]["error"]
+    failure = error["data"]  # the error of the attempt that will be retried
     assert failure["retryable"] is True, failure
     assert "the local model process stopped: SIGKILL" in failure["message"], failure
     assert "the next decision starts a new one" in failure["message"], failure
@@ -124,3 +137,51 @@ def test_a_killed_model_process_fails_the_decision_retryably_and_the_service_goe
     assert run["status"] == "succeeded", run
     assert run["attempt"] == 2, run
     assert model_processes(serve) == [second]
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has stopped; it only waits to be reaped
+
+
+@pytest.mark.timeout(MODEL_TEST_TIMEOUT_S)
+async def test_cancelling_a_decision_stops_it_and_a_queued_one_is_dropped(
+    local_settings: Settings,
+) -> None:
+    provider = build_local_provider(local_settings)
+    try:
+        # A decision waiting behind another is dropped when cancelled: the process goes on.
+        first = asyncio.create_task(provider.complete(small_request()))
+        queued = asyncio.create_task(provider.complete(small_request()))
+        pid = await until(lambda: provider.process.pid)
+        queued.cancel()
+        await first
+        with pytest.raises(asyncio.CancelledError):
+            await queued
+        assert provider.process.pid == pid and provider.process.starts == 1
+
+        # The decision in flight is stopped: its process ends at once, the next one starts anew.
+        running = asyncio.create_task(provider.complete(small_request()))
+        await asyncio.sleep(0.5)
+        cancelled_at = time.monotonic()
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        await until(lambda: not alive(pid))
+        assert time.monotonic() - cancelled_at < 5
+        response = await provider.complete(small_request())
+        assert provider.process.starts == 2 and provider.process.pid != pid
+        assert "list_plugins" in response.text
+    finally:
+        await provider.aclose()
+
+
+async def until(check: Any, timeout_s: float = 120) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while not (value := check()):
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+    return value

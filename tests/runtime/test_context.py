@@ -31,9 +31,6 @@ async def test_a_batch_reads_each_runs_own_context(
             await memory_store.add_memory(
                 conn, agent_id=agent_id, content=content, tags=[], now=now
             )
-        await usage_store.add_usage(
-            conn, day=day, subjects={"user": "ann"}, usage=Usage(action_calls=3)
-        )
     threads = [
         await service.create_thread(title="a"),
         await service.create_thread(title="b", agent_id="poet"),
@@ -54,6 +51,11 @@ async def test_a_batch_reads_each_runs_own_context(
         (await service.submit(thread.id, text, user=user)).run
         for thread, (text, user) in zip(threads, inputs, strict=True)
     ]
+    # ann's runs were accepted, then her budget was spent (a new turn is refused at once).
+    async with service.database.write() as conn:
+        await usage_store.add_usage(
+            conn, day=day, subjects={"user": "ann"}, usage=Usage(action_calls=3)
+        )
 
     async with service.database.read() as conn:
         contexts = await load_contexts(

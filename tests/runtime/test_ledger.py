@@ -8,6 +8,7 @@ import sqlalchemy as sa
 
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
 from pressloop.contracts import ActionContext, Checkpoint, Risk, RunStatus, StepStatus
+from pressloop.errors import ActionError
 from pressloop.runtime.service import Service
 from pressloop.store import ledger as ledger_store
 from pressloop.store.schema import runs
@@ -141,3 +142,61 @@ async def test_a_finished_step_is_replayed_from_the_ledger(make_service: Service
     assert resumed is not None and resumed.status is RunStatus.SUCCEEDED
     assert site.effects == [f"{run.id}:0:a"]  # replayed from the ledger, not run again
     assert resumed.result is not None and resumed.result.steps[0].result_summary == "touched"
+
+
+class Unreadable:
+    """An action whose answer, after the write was sent, does not say what happened."""
+
+    def __init__(self, *, made: bool) -> None:
+        self.made = made
+        self.calls = 0
+
+    async def send(self, _p: NoteParams, _c: ActionContext, _s: ActionServices) -> ActionResult:
+        self.calls += 1
+        lost = ActionError("the site answered 200 with a body that is not JSON")
+        lost.outcome_unknown = True
+        raise lost
+
+    async def find(
+        self, p: NoteParams, _c: ActionContext, _s: ActionServices
+    ) -> ActionResult | None:
+        return (
+            ActionResult(content={"made": p.text}, summary="made (found again)")
+            if self.made
+            else None
+        )
+
+    def spec(self) -> ActionSpec:
+        return ActionSpec(
+            name="send",
+            description="Change the site.",
+            params=NoteParams,
+            risk=Risk.WRITE,
+            handler=self.send,
+            reconcile=self.find,
+        )
+
+
+async def test_an_unreadable_answer_is_checked_at_once_and_never_resent(
+    make_service: ServiceFactory,
+) -> None:
+    script = [
+        {"tool_calls": [{"name": "send", "arguments": {"text": "x"}}]},
+        {"text": "Told."},
+    ]
+    for made, status, fate in (
+        (True, StepStatus.SUCCEEDED, "ran"),
+        (False, StepStatus.FAILED, "unknown"),
+    ):
+        action = Unreadable(made=made)
+        service: Service = await make_service(script)
+        service.registry.register(action.spec())
+        thread = await service.create_thread()
+        run = await service.run_now((await service.submit(thread.id, "send it")).run.id)
+        assert run is not None and run.status is RunStatus.SUCCEEDED and run.result is not None
+        assert run.result.steps[0].status is status and action.calls == 1
+        async with service.database.read() as conn:
+            (entry,) = await ledger_store.list_entries(conn, run.id)
+        assert entry.fate == fate
+        if not made:
+            assert "may nevertheless have been made" in run.result.steps[0].result_summary

@@ -8,7 +8,6 @@ from pressloop.config import Settings
 from pressloop.contracts import Role, RunStatus
 from pressloop.errors import ProviderNotConfigured
 from pressloop.runtime.service import Service
-from pressloop.store import settings_repo
 from tests.conftest import FakeClock
 from tests.runtime.conftest import ServiceFactory
 
@@ -60,24 +59,14 @@ async def test_no_provider_configured_fails_the_turn_with_a_clear_message(
         assert run.error is not None and "PRESSLOOP_PROVIDER" in run.error.message
         events = await service.events(run.id)
         assert events[-1].data["status"] == "failed"
-        # The thread keeps the person's message and stays usable.
+        # The thread keeps the person's message, then Pressloop's notice, and stays usable.
         detail = await service.thread_detail(thread.id)
-        assert [m.content for m in detail["messages"]] == ["hi"]
+        hi, notice = detail["messages"]
+        assert hi.content == "hi" and notice.role is Role.ASSISTANT and notice.name == "pressloop"
+        assert notice.content.startswith("Pressloop is not set up to run this")
+        assert events[-1].data["notice"] == notice.content
     finally:
         await service.close()
-
-
-async def test_the_kill_switch_setting_stops_new_turns(
-    make_service: ServiceFactory, clock: FakeClock
-) -> None:
-    service: Service = await make_service([{"text": "never"}])
-    async with service.database.write() as conn:
-        await settings_repo.set_setting(conn, "agent_disabled", True, now=clock())
-    thread = await service.create_thread()
-    run = await service.run_now((await service.submit(thread.id, "hi")).run.id)
-    assert run is not None and run.status is RunStatus.FAILED
-    assert run.error is not None and run.error.cls == "AgentDisabled"
-    assert service.scripted.remaining == 1  # type: ignore[attr-defined]
 
 
 async def test_a_failed_turn_leaves_a_transcript_every_provider_accepts(

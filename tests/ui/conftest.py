@@ -182,7 +182,8 @@ def start_server(tmp_path: Path, wordpress: LocalSite) -> Iterator[StartServer]:
         url = f"http://127.0.0.1:{port}"
         wait_until_healthy(url, process, log)
         # The first admin token is only in its file (0600), never in the serve log.
-        token = (home / "data" / "admin-token").read_text(encoding="utf-8").strip()
+        token_file = Path(env["PRESSLOOP_DATA_DIR"]) / "admin-token"
+        token = token_file.read_text(encoding="utf-8").strip()
         assert token.startswith("plt_") and token not in log.read_text(), log.read_text()
         server = Server(
             url=url,

@@ -55,10 +55,9 @@ def test_settings_turn_the_agent_off_and_change_a_triggers_policy(
     page.get_by_role("button", name="Turn the agent off").click()
     expect(page.locator("#kill-state")).to_contain_text("off")
     thread = server.api.post("/v1/threads", json={}).json()
-    refused = server.api.post(f"/v1/threads/{thread['id']}/runs", json={"message": "hi"}).json()
-    assert refused["run"]["status"] == "failed"
-    assert refused["run"]["error"]["cls"] == "AgentDisabled"
-    assert refused["run"]["usage"]["model_calls"] == 0
+    refused = server.api.post(f"/v1/threads/{thread['id']}/runs", json={"message": "hi"})
+    assert refused.status_code == 503 and refused.json()["error"]["code"] == "agent_disabled"
+    assert server.api.get(f"/v1/runs?thread_id={thread['id']}").json() == []
     page.get_by_role("button", name="Turn the agent on").click()
     expect(page.locator("#kill-state")).to_contain_text("on")
 

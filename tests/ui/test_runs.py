@@ -54,7 +54,7 @@ def test_a_dead_run_is_requeued_from_its_page(page: Page, start_server: StartSer
     )
     run_id = background_run(server, "Say hello")
     dead = server.wait_for_run(run_id, {"dead"})
-    assert dead["error"]["retryable"] is True
+    assert dead["error"]["retryable"] is False  # dead: no retry comes unless a person requeues
 
     sign_in(page, server, server.admin_token, then=f"/ui/runs/{run_id}")
     expect(page.locator('[data-field="status"] .status')).to_have_text("dead")

@@ -49,6 +49,7 @@ class FakeAnthropicServer(ScriptedServer):
     provider = "anthropic"
     path = "/v1/messages"
     base_path = ""  # the SDK adds /v1/messages itself
+    models_path = "/v1/models"
 
     def check(self, request: RecordedRequest) -> list[str]:
         body = request.body
@@ -120,6 +121,23 @@ class FakeAnthropicServer(ScriptedServer):
             "usage": _usage(reply),
         }
         return JSONResponse(message)
+
+    def check_models(self, request: RecordedRequest) -> list[str]:
+        problems = []
+        if not request.headers.get("x-api-key"):
+            problems.append("x-api-key header is required")
+        if not request.headers.get("anthropic-version"):
+            problems.append("anthropic-version: header is required")
+        return problems
+
+    def render_models(self, model: str) -> dict[str, Any]:
+        listed = {
+            "type": "model",
+            "id": model,
+            "display_name": model,
+            "created_at": "2026-01-01T00:00:00Z",
+        }
+        return {"data": [listed], "has_more": False, "first_id": model, "last_id": model}
 
 
 def _usage(reply: Reply) -> dict[str, int]:

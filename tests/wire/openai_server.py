@@ -39,6 +39,7 @@ class FakeOpenAIServer(ScriptedServer):
     provider = "openai"
     path = "/v1/chat/completions"
     base_path = "/v1"
+    models_path = "/v1/models"
 
     def check(self, request: RecordedRequest) -> list[str]:
         body = request.body
@@ -110,6 +111,15 @@ class FakeOpenAIServer(ScriptedServer):
             "system_fingerprint": None,
         }
         return JSONResponse(completion)
+
+    def check_models(self, request: RecordedRequest) -> list[str]:
+        if not request.headers.get("authorization", "").startswith("Bearer "):
+            return ["no bearer token in the Authorization header"]
+        return []
+
+    def render_models(self, model: str) -> dict[str, Any]:
+        listed = {"id": model, "object": "model", "created": CREATED, "owned_by": "system"}
+        return {"object": "list", "data": [listed]}
 
 
 def _usage(reply: Reply) -> dict[str, int]:

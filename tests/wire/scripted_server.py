@@ -135,11 +135,16 @@ class _Uvicorn(uvicorn.Server):
 
 
 class ScriptedServer:
-    """Base class: subclasses set `provider`, `path`, `base_path` and implement `render`."""
+    """Base class: subclasses set `provider`, `path`, `base_path` and implement `render`.
+
+    Those with a `models_path` also answer `GET` there (the provider's model list, which
+    `pressloop doctor` asks for to check the key): a scripted `Reply` is the list (its `model`
+    the one model listed), an `ErrorReply` the provider's error."""
 
     provider = "fake"
     path = "/"
     base_path = ""  # what the SDK's base_url adds to the origin (e.g. "/v1" for OpenAI)
+    models_path: str | None = None
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -155,7 +160,10 @@ class ScriptedServer:
     def start(self) -> Self:
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.bind(("127.0.0.1", 0))
-        app = Starlette(routes=[Route(self.path, self._handle, methods=["POST"])])
+        routes = [Route(self.path, self._handle, methods=["POST"])]
+        if self.models_path is not None:
+            routes.append(Route(self.models_path, self._handle_models, methods=["GET"]))
+        app = Starlette(routes=routes)
         config = uvicorn.Config(
             app, log_config=None, log_level="warning", access_log=False, lifespan="off"
         )
@@ -237,13 +245,7 @@ class ScriptedServer:
             method=request.method, path=request.url.path, headers=dict(request.headers), body=body
         )
         protocol_problems = self.check(recorded)
-        with self._lock:
-            self._requests.append(recorded)
-            number = len(self._requests)
-            self._problems.extend(f"request #{number}: {p}" for p in protocol_problems)
-            item = self._script.pop(0) if self._script else None
-            if item is None:
-                self._problems.append(f"request #{number} came after the script was used up")
+        item, number = self._take(recorded, protocol_problems)
         if protocol_problems:
             return self.render_error(ErrorReply(status=400, message=protocol_problems[0]))
         if item is None:
@@ -256,6 +258,34 @@ class ScriptedServer:
         if isinstance(item, ErrorReply):
             return self.render_error(item)
         return self.render(item, recorded)
+
+    async def _handle_models(self, request: Request) -> Response:
+        recorded = RecordedRequest(
+            method=request.method, path=request.url.path, headers=dict(request.headers), body=None
+        )
+        protocol_problems = self.check_models(recorded)
+        item, number = self._take(recorded, protocol_problems)
+        if protocol_problems:
+            return self.render_error(ErrorReply(status=400, message=protocol_problems[0]))
+        if item is None or isinstance(item, RawReply):
+            return self.render_error(
+                ErrorReply(status=500, message=f"fake server: no model list scripted for #{number}")
+            )
+        await self._delay(item.delay_s)
+        if isinstance(item, ErrorReply):
+            return self.render_error(item)
+        return JSONResponse(self.render_models(item.model or "fake-model"))
+
+    def _take(self, recorded: RecordedRequest, problems: list[str]) -> tuple[Scripted | None, int]:
+        """Record a request and its protocol problems; the next scripted answer, if any."""
+        with self._lock:
+            self._requests.append(recorded)
+            number = len(self._requests)
+            self._problems.extend(f"request #{number}: {p}" for p in problems)
+            item = self._script.pop(0) if self._script else None
+            if item is None:
+                self._problems.append(f"request #{number} came after the script was used up")
+        return item, number
 
     async def _delay(self, seconds: float) -> None:
         # Cut short when the server stops, so a timed-out request never delays teardown.
@@ -271,6 +301,14 @@ class ScriptedServer:
         return []
 
     def render(self, reply: Reply, request: RecordedRequest) -> Response:
+        raise NotImplementedError
+
+    def check_models(self, request: RecordedRequest) -> list[str]:
+        """The protocol rules of `GET models_path` (the key's header, a version header)."""
+        return []
+
+    def render_models(self, model: str) -> dict[str, Any]:
+        """The model list as the provider sends it, with one model."""
         raise NotImplementedError
 
     def render_error(self, error: ErrorReply) -> Response:

@@ -34,3 +34,10 @@ class MemoryLedger:
 
     async def outcome(self, context: ActionContext, outcome: ActionOutcome) -> None:
         self.steps[(context.run_id, context.step_index)].outcome = outcome
+
+    async def settled(
+        self, call: ActionCall, risk: Risk, context: ActionContext, outcome: ActionOutcome
+    ) -> None:
+        self.steps.setdefault(
+            (context.run_id, context.step_index), Step(call=call, snapshot=None, outcome=outcome)
+        )

@@ -157,6 +157,21 @@ class WordPressClient:
     async def delete(self, path: str, params: Params | None = None) -> Any:
         return (await self.request("DELETE", path, params=params)).data
 
+    async def whoami(self) -> dict[str, Any]:
+        """The user the credentials sign in as (`/wp/v2/users/me` with `context=edit`: its
+        username, roles and capabilities). WordPress reads a call with a wrong Application
+        Password as an anonymous visitor's, and public routes answer it; this one fails with a
+        401 naming the settings instead."""
+        me = await self.get("/wp/v2/users/me")
+        if not isinstance(me, dict) or "id" not in me:
+            raise SiteError(
+                f"WordPress at {self.base_url} answered GET /wp/v2/users/me with something "
+                "that is not a user: check PRESSLOOP_WP_URL",
+                status=200,
+                retryable=False,
+            )
+        return me
+
     async def upload_media(
         self,
         data: bytes,
@@ -200,6 +215,7 @@ class WordPressClient:
         if not path.startswith("/"):
             raise ValueError(f"a REST route starts with '/': {path!r}")
         repeatable = method != "POST" if idempotent is None else idempotent
+        writes = method != "GET"  # after a write was sent, a lost answer leaves its effect unknown
         query = {"rest_route": path, **{k: _param(v) for k, v in (params or {}).items()}}
         what = f"{method} {path}"
         attempt = 0
@@ -216,7 +232,9 @@ class WordPressClient:
                     retryable=True,
                 )
                 error.__cause__ = exc
-                may_retry = repeatable or isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout)
+                unsent = isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout)
+                error.outcome_unknown = writes and not unsent
+                may_retry = repeatable or unsent
             except httpx.TransportError as exc:
                 reason = str(exc) or type(exc).__name__
                 error = ActionError(
@@ -224,14 +242,21 @@ class WordPressClient:
                     retryable=True,
                 )
                 error.__cause__ = exc
+                error.outcome_unknown = writes and not isinstance(exc, httpx.ConnectError)
                 may_retry = repeatable or isinstance(exc, httpx.ConnectError)
             else:
                 if response.is_success:
-                    data = _decode(response, what)
+                    data = _decode(response, what, writes)
                     return WordPressResponse(
                         status=response.status_code, data=data, headers=response.headers
                     )
                 error = self._status_error(response, what)
+                failed_after_write = writes and response.status_code >= 500
+                error.outcome_unknown = (
+                    failed_after_write
+                    and error.retryable
+                    and response.status_code not in _NOT_PROCESSED
+                )
                 may_retry = error.retryable and (
                     repeatable or response.status_code in _NOT_PROCESSED
                 )
@@ -269,7 +294,7 @@ class WordPressClient:
         else:
             detail = "with an empty body"
         message = f"WordPress answered {status} {detail} ({what})"
-        if status == 401:
+        if status == 401 or _refused_signed_out(body):
             message += (
                 f". WordPress did not accept the credentials: check {_CREDENTIALS} (an "
                 "Application Password from the user's profile, not the login password)"
@@ -292,6 +317,18 @@ def _param(value: Value | list[int] | list[str]) -> str:
     return "" if value is None else str(value)
 
 
+def _refused_signed_out(body: Any) -> bool:
+    """A refusal whose details say 401: a parameter only a signed-in user may use (a 400
+    "status: Status is forbidden."), refused because WordPress read the call as an anonymous
+    visitor's, which it does when the Application Password is wrong."""
+    data = body.get("data") if isinstance(body, dict) else None
+    details = data.get("details") if isinstance(data, dict) else None
+    return isinstance(details, dict) and any(
+        isinstance(d, dict) and isinstance(d.get("data"), dict) and d["data"].get("status") == 401
+        for d in details.values()
+    )
+
+
 def _plain(text: str) -> str:
     """Text without HTML tags, entities or runs of whitespace."""
     return " ".join(html.unescape(re.sub(r"<[^>]*>", " ", text)).split())
@@ -302,15 +339,19 @@ def _preview(response: httpx.Response, limit: int = 200) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
-def _decode(response: httpx.Response, what: str) -> Any:
+def _decode(response: httpx.Response, what: str, writes: bool = False) -> Any:
+    """The JSON of a success answer. Unreadable (a PHP notice around it, cut off) after a
+    write, it does not say what WordPress did: `outcome_unknown`, so the executor looks."""
     if not response.content:
         return None
     try:
         return response.json()
     except ValueError as exc:
-        raise SiteError(
+        unreadable = SiteError(
             f"WordPress answered {response.status_code} with a body that is not JSON "
             f"({what}): {_preview(response)}",
             status=response.status_code,
             retryable=False,
-        ) from exc
+        )
+        unreadable.outcome_unknown = writes
+        raise unreadable from exc

@@ -40,6 +40,10 @@ async def _optional(client: WordPressClient, path: str, params: dict[str, Any]) 
 
 
 async def read_site_context(client: WordPressClient) -> dict[str, Any]:
+    # Signed in first: with a wrong Application Password WordPress answers the index as to an
+    # anonymous visitor, and the parts below would quietly be left out. `whoami` fails with a
+    # message naming PRESSLOOP_WP_USER and PRESSLOOP_WP_APP_PASSWORD instead.
+    await client.whoami()
     index = await client.get("/", None, context="view")
     types = await _optional(client, "/wp/v2/types", {})
     plugins = await _optional(client, "/wp/v2/plugins", {}) or []

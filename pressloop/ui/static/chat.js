@@ -14,6 +14,12 @@
     transcript.lastElementChild?.scrollIntoView({ block: "end", behavior: "smooth" });
   }
 
+  // Pressloop's own words: why a run failed or stopped, or what a parked run waits for.
+  function notice(text) {
+    return el("div", { class: "bubble pressloop", role: "status" },
+      el("span", { class: "tag" }, "Pressloop"), " ", text);
+  }
+
   // One turn drawn live: a bubble for the agent's words, a card per action.
   function liveTurn(runId) {
     const turn = el("section", { class: "turn", "data-run-id": runId, "aria-label": "The agent's turn" });
@@ -46,7 +52,8 @@
         case "run.started": setState("running"); break;
         case "thinking": add(el("p", { class: "thinking" }, d.text || "")); break;
         case "message":
-          if (d.delta !== undefined) { words().textContent += d.delta; scrollDown(); }
+          if (d.by === "pressloop") { add(notice(d.text || "")); bubble = null; }
+          else if (d.delta !== undefined) { words().textContent += d.delta; scrollDown(); }
           else if (d.text !== undefined) {
             const node = words();
             node.textContent = d.text;
@@ -84,7 +91,9 @@
           break;
         }
         case "error": add(el("p", { class: "error", role: "alert" }, Timeline.summary(event))); break;
-        case "run.finished": setState(d.status); composer?.querySelector("button")?.removeAttribute("disabled"); break;
+        case "run.finished":
+          if (d.notice) add(notice(d.notice));
+          setState(d.status); composer?.querySelector("button")?.removeAttribute("disabled"); break;
         default: break;
       }
     }

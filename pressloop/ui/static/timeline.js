@@ -57,13 +57,13 @@ const Timeline = (() => {
     switch (event.type) {
       case "run.started": return `attempt ${d.attempt} started (${d.trigger}) on ${d.worker}`;
       case "thinking": return d.text || "";
-      case "message": return d.text !== undefined ? `${d.final ? "answer" : "said"}: ${d.text}` : `… ${d.delta}`;
+      case "message": return d.text !== undefined ? `${d.by === "pressloop" ? "Pressloop" : d.final ? "answer" : "said"}: ${d.text}` : `… ${d.delta}`;
       case "action": return `${d.action} (${(d.index ?? 0) + 1} of ${d.total ?? 1}) ${JSON.stringify(d.params || {})}`;
       case "step": return `step ${(d.index ?? 0) + 1} of ${d.total ?? 1}: ${d.status}`;
       case "result": return `${d.status}: ${d.summary || d.message || ""}`;
       case "approval": return `${d.action} (${d.risk}) waits for approval ${d.approval_id}`;
       case "tokens": return `${d.input} in + ${d.output} out tokens`;
-      case "run.finished": return `finished: ${d.status}`;
+      case "run.finished": return `finished: ${d.status}${d.notice ? ` — Pressloop: ${d.notice}` : ""}`;
       case "error": return `${d.cls || "error"}: ${d.message || ""}${d.retry_at ? ` — retry at ${Pressloop.when(d.retry_at)}` : ""}`;
       default: return JSON.stringify(d);
     }
