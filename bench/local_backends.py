@@ -38,7 +38,8 @@ from common import table
 from pressloop.config import Settings
 from pressloop.local_model import ModelPlace, prepare
 from pressloop.local_model.prompt_state import ensure_prompt_state, stable_messages
-from pressloop.providers.local.model import LocalModel, ModelOptions
+from pressloop.providers.local.model import LocalModel
+from pressloop.providers.local.options import ModelOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pressloop"

@@ -46,8 +46,10 @@ from pressloop.local_model.prompt_state import ensure_prompt_state
 from pressloop.local_model.state import llama_runtime
 from pressloop.providers.base import ModelRequest
 from pressloop.providers.local.gbnf import schema_to_gbnf
+from pressloop.providers.local.generation import Generation
 from pressloop.providers.local.messages import stable_count, to_messages
-from pressloop.providers.local.model import Generation, LocalModel, ModelOptions
+from pressloop.providers.local.model import LocalModel
+from pressloop.providers.local.options import ModelOptions
 from pressloop.providers.local.schema import grammar_schema
 from pressloop.runtime.wiring import default_actions
 

@@ -26,7 +26,6 @@ ID_PATTERN = r"^[A-Za-z0-9_-]+$"
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
-
 def whole_number_pattern(limit: int) -> str:
     """A regex for the decimal numbers 0..`limit`, without leading zeros: how a header holding a
     number is declared (headers are text, so `type: integer` would not describe what is sent)."""

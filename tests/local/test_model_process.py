@@ -90,6 +90,7 @@ def test_a_killed_model_process_fails_the_decision_retryably_and_the_service_goe
         PRESSLOOP_BACKOFF_CAP="1",
     )
     serve = server.process.pid
+    # The service itself never loads llama.cpp: only its model process does.
     thread = server.api.post("/v1/threads", json={}).json()["id"]
     started = server.api.post(
         f"/v1/threads/{thread}/runs",
@@ -103,6 +104,8 @@ def test_a_killed_model_process_fails_the_decision_retryably_and_the_service_goe
     (first,) = wait_for("the model process", lambda: model_processes(serve), 120)
     wait_for("the model to be loaded", lambda: maps_model(first), 120)
     assert server.api.get(f"/v1/runs/{run_id}").json()["status"] == "running"
+    assert "libllama" not in Path(f"/proc/{serve}/maps").read_text()
+    assert "libllama" in Path(f"/proc/{first}/maps").read_text()
     os.kill(first, signal.SIGKILL)
 
     def retry_event() -> dict[str, Any] | None:

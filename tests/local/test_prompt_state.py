@@ -23,7 +23,8 @@ from pressloop.local_model import ModelPlace, prepare
 from pressloop.providers.base import ModelRequest
 from pressloop.providers.local import build_local_provider
 from pressloop.providers.local.messages import stable_count, to_messages
-from pressloop.providers.local.model import LocalModel, ModelOptions
+from pressloop.providers.local.model import LocalModel
+from pressloop.providers.local.options import ModelOptions
 from pressloop.providers.local.prefix import read_header
 from pressloop.providers.local.provider import LocalProvider
 from pressloop.providers.local.schema import grammar_schema

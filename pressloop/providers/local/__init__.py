@@ -14,7 +14,8 @@ from pressloop.config import DEFAULT_MODELS, Settings
 from pressloop.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from pressloop.providers.local.model import LocalModel, ModelOptions
+    from pressloop.providers.local.model import LocalModel
+    from pressloop.providers.local.options import ModelOptions
     from pressloop.providers.local.provider import LocalProvider
 
 MISSING_GROUP = (
@@ -31,7 +32,7 @@ def model_options(settings: Settings) -> tuple[ModelOptions, str]:
     if importlib.util.find_spec("llama_cpp") is None:
         raise ConfigurationError(MISSING_GROUP)
     from pressloop.local_model import ModelPlace, ready_model
-    from pressloop.providers.local.model import ModelOptions
+    from pressloop.providers.local.options import ModelOptions
 
     place = ModelPlace.from_settings(settings)
     path = ready_model(place)
@@ -51,10 +52,10 @@ def model_options(settings: Settings) -> tuple[ModelOptions, str]:
 
 def build_local_provider(settings: Settings) -> LocalProvider:
     """The local provider for `settings`: its model process starts with the first request."""
+    options, name = model_options(settings)  # first: it says when llama.cpp is missing
     from pressloop.providers.local.model_process import ModelProcess
     from pressloop.providers.local.provider import LocalProvider
 
-    options, name = model_options(settings)
     process = ModelProcess(options, start_timeout_s=settings.local_start_timeout_s)
     return LocalProvider(process, name=name, max_tokens=settings.local_max_tokens)
 

@@ -13,7 +13,6 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from pressloop.errors import ProviderError
 from pressloop.providers.local.backends import CpuBackend, load_cpu_backend
 from pressloop.providers.local.gbnf import schema_to_gbnf
 from pressloop.providers.local.generation import Generation
+from pressloop.providers.local.options import ModelOptions
 from pressloop.providers.local.prefix import PrefixStore
 
 # llama.cpp's settings for 2 cores, measured with `bench/local_model.py --tuning` (docs/
@@ -33,16 +33,6 @@ from pressloop.providers.local.prefix import PrefixStore
 # generated slower; a q8_0 cache read it slower still).
 UBATCH_TOKENS = 512
 FLASH_ATTENTION = False
-
-
-@dataclass(kw_only=True, frozen=True)
-class ModelOptions:
-    path: Path
-    threads: int  # 0: one per core
-    context_tokens: int
-    batch_tokens: int
-    prefix_dir: Path | None = None  # where the system prompt's state is kept between starts
-    cpu_variant: str | None = None  # llama.cpp's CPU variant to load (None: the best one)
 
 
 class LocalModel:

@@ -26,8 +26,7 @@ import time
 from typing import IO, Any
 
 from pressloop.errors import ProviderError
-from pressloop.providers.local.model import ModelOptions
-from pressloop.providers.local.model_server import options_to_json
+from pressloop.providers.local.options import ModelOptions, options_to_json
 
 log = logging.getLogger("pressloop.local_model")
 

@@ -19,7 +19,6 @@ import json
 import os
 import sys
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any, TextIO
 
 from pressloop.contracts import Message
@@ -27,22 +26,8 @@ from pressloop.errors import PressloopError, ProviderError
 from pressloop.providers.base import ModelRequest
 from pressloop.providers.local.backends import system_info
 from pressloop.providers.local.messages import stable_count, to_messages
-from pressloop.providers.local.model import LocalModel, ModelOptions
-
-
-def options_to_json(options: ModelOptions) -> str:
-    values = asdict(options)
-    for key in ("path", "prefix_dir"):
-        values[key] = str(values[key]) if values[key] is not None else None
-    return json.dumps(values)
-
-
-def options_from_json(text: str) -> ModelOptions:
-    values: dict[str, Any] = json.loads(text)
-    values["path"] = Path(values["path"])
-    if values.get("prefix_dir") is not None:
-        values["prefix_dir"] = Path(values["prefix_dir"])
-    return ModelOptions(**values)
+from pressloop.providers.local.model import LocalModel
+from pressloop.providers.local.options import ModelOptions, options_from_json
 
 
 class ModelServer:
