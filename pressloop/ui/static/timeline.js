@@ -102,12 +102,21 @@ const Timeline = (() => {
   function approvalCard(a, canOperate) {
     const card = el("article", { class: "card approval", id: `approval-${a.id}`, "data-approval-id": a.id },
       el("h3", {}, el("span", { class: `tag risk-${a.risk}` }, a.risk), ` ${a.action} needs your approval`),
-      el("p", { class: "small" }, `Asked by ${a.trigger} · expires ${Pressloop.when(a.expires_at)}`),
+      el("p", { class: "small" }, `Asked by ${a.asked_by || a.trigger} · expires ${Pressloop.when(a.expires_at)}`),
       a.reason ? el("p", {}, el("strong", {}, "Why: "), a.reason) : null,
-      previewNode(a.preview),
-      el("details", {}, el("summary", {}, "Parameters"), el("pre", {}, pretty(a.params))));
+      previewNode(a.preview));
+    const edited = a.edited_params && JSON.stringify(a.edited_params) !== JSON.stringify(a.params);
+    if (edited) {
+      // What runs is what the person approved; the agent's own params stay one click away.
+      card.append(el("p", {}, el("strong", {}, `Runs with the parameters ${a.decided_by || "a person"} edited:`)),
+        el("pre", { class: "params-run" }, pretty(a.run_params)),
+        el("details", {}, el("summary", {}, "Parameters the agent asked for"), el("pre", {}, pretty(a.params))));
+    } else {
+      card.append(el("details", {}, el("summary", {}, "Parameters"), el("pre", {}, pretty(a.params))));
+    }
     if (a.status !== "pending") {
       card.append(el("p", { class: "decided" }, status(a.status), a.decided_by ? ` by ${a.decided_by}` : ""));
+      if (a.step) card.append(el("p", { class: "small" }, "The step: ", status(a.step), a.step_summary ? ` ${a.step_summary}` : ""));
     } else if (canOperate) {
       const paramsId = `params-${a.id}`;
       const noteId = `note-${a.id}`;
