@@ -5,20 +5,21 @@ AVX2 baseline (`haswell`: AVX2, FMA, F16C, BMI2; no AVX-512, no AMX) and a nativ
 The package is built portably (pyproject.toml, `[tool.uv.extra-build-variables]`); the native
 backend is built once from the same llama.cpp sources (the sdist uv built the package from), as
 the CPU backend target only, and cached under ~/.cache/pressloop/. One process loads one CPU
-backend, so each backend answers the same decision series in a process of its own, in
-interleaved rounds (A B C A B C ...) that spread the machine's noise over all of them. Each
-process first makes the system prompt's saved state ready (built in the first round, in a
-folder per backend: a state is refused by another variant) and answers one decision untimed (it
-builds the grammar and maps the weights); each timed decision then reads the site's context and
-the request after the saved prefix, and generates the answer.
+backend, so each round starts one process per backend; each makes the system prompt's saved
+state ready (built in the first round, in a folder per backend: a state is refused by another
+variant), then the processes take turns, one decision each (A B C A B C ...), so the machine's
+busy spells fall on every backend alike. The first decision of each process is not timed (it
+builds the grammar and maps the weights); each timed one reads the site's context and the
+request after the saved prefix, and generates the answer.
 
 `python bench/local_backends.py` prints the table; `bench/local_model.py` puts it in its section
-of docs/benchmarks.md.
-"""
+of docs/benchmarks.md; `python bench/local_backends.py --native` only builds the native backend
+and prints what it reports."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -27,10 +28,12 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
+from typing import Any
 
 import llama_cpp
 from common import table
@@ -171,6 +174,8 @@ def llama_sources() -> Path:
 
 
 def worker(options: argparse.Namespace) -> None:
+    """Load the model with one CPU backend, make the saved state ready, say so (a JSON line),
+    then answer decision N for each line N read on stdin (a JSON line each) until stdin ends."""
     from local_model import REQUESTS, decide  # here: local_model imports this module
 
     settings = Settings()
@@ -190,31 +195,22 @@ def worker(options: argparse.Namespace) -> None:
     assert model.prefixes is not None
     if not state.built and not model.prefixes.restore(llama, prefix):
         raise RuntimeError(f"the saved state was not restored: {model.prefixes.refused}")
-    decisions = []
-    for n in range(WARMUP + options.decisions):
+    print(json.dumps({"features": model.backend.features}), flush=True)
+    for line in sys.stdin:
         llama.n_tokens = len(prefix)  # the site's context and the request are read each time
         llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
-        answer = decide(model, settings, REQUESTS[n % len(REQUESTS)], options.max_tokens)
+        cpu_started = time.process_time()
+        answer = decide(model, settings, REQUESTS[int(line) % len(REQUESTS)], options.max_tokens)
         perf = llama_cpp.llama_perf_context(llama._ctx.ctx)
-        if n >= WARMUP:
-            decisions.append(
-                {
-                    "seconds": answer.seconds,
-                    "prompt_rate": perf.n_p_eval / max(perf.t_p_eval_ms, 1e-9) * 1000,
-                    "output_rate": perf.n_eval / max(perf.t_eval_ms, 1e-9) * 1000,
-                    "prompt_tokens": perf.n_p_eval,
-                    "output_tokens": answer.completion_tokens,
-                }
-            )
-    print(
-        json.dumps(
-            {
-                "features": model.backend.features,
-                "prefix_rate": state.tokens / state.seconds if state.built else None,
-                "decisions": decisions,
-            }
-        )
-    )
+        result = {
+            "seconds": answer.seconds,
+            "cpu_seconds": time.process_time() - cpu_started,
+            "prompt_rate": perf.n_p_eval / max(perf.t_p_eval_ms, 1e-9) * 1000,
+            "output_rate": perf.n_eval / max(perf.t_eval_ms, 1e-9) * 1000,
+            "prompt_tokens": perf.n_p_eval,
+            "output_tokens": answer.completion_tokens,
+        }
+        print(json.dumps(result), flush=True)
 
 
 # The comparison.
@@ -226,24 +222,36 @@ class Backend:
     variant: str  # a variant's name, or the path of the native library
     native: bool = False
     features: dict[str, str] = field(default_factory=dict)
-    prefix_rate: float | None = None  # tokens/s reading the stable prefix (first round)
     rounds: list[list[dict[str, float]]] = field(default_factory=list)
 
-    def run(self, *, model: Path, states: Path, decisions: int, max_tokens: int) -> None:
-        done = subprocess.run(
+    def start(self, *, model: Path, states: Path, max_tokens: int) -> subprocess.Popen[str]:
+        """A new process for this backend, its saved state ready; starts a new round."""
+        process = subprocess.Popen(
             [sys.executable, __file__, "--worker", self.variant, "--model", str(model)]
-            + ["--states", str(states), "--decisions", str(decisions)]
-            + ["--max-tokens", str(max_tokens)],
-            capture_output=True,
+            + ["--states", str(states), "--max-tokens", str(max_tokens)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
             text=True,
-            check=False,
         )
-        if done.returncode != 0:
-            raise RuntimeError(f"{self.label} failed:\n{done.stderr[-2000:]}")
-        result = json.loads(done.stdout.strip().splitlines()[-1])
-        self.features = result["features"]
-        self.prefix_rate = self.prefix_rate or result["prefix_rate"]
-        self.rounds.append(result["decisions"])
+        self.features = self._read(process)["features"]
+        self.rounds.append([])
+        return process
+
+    def decide(self, process: subprocess.Popen[str], n: int, *, timed: bool) -> None:
+        assert process.stdin is not None
+        process.stdin.write(f"{n}\n")
+        process.stdin.flush()
+        result = self._read(process)
+        if timed:
+            self.rounds[-1].append(result)
+
+    def _read(self, process: subprocess.Popen[str]) -> dict[str, Any]:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith("{"):  # anything else is llama.cpp talking
+                found: dict[str, Any] = json.loads(line)
+                return found
+        raise RuntimeError(f"the {self.label} process stopped (exit {process.wait()})")
 
     def median(self, key: str, round_: int | None = None) -> float:
         rounds = self.rounds if round_ is None else [self.rounds[round_]]
@@ -276,7 +284,7 @@ def backends() -> tuple[list[Backend], list[str]]:
 class Comparison:
     backends: list[Backend]
     notes: list[str]
-    loads: list[float]  # 1-minute load average before the first process and after each
+    loads: list[float]  # 1-minute load average before the first decision and after each
 
     def text(self, rounds: int, decisions: int) -> list[str]:
         native = next((b for b in self.backends if b.native), None)
@@ -286,23 +294,24 @@ class Comparison:
             "compiled with",
             "decisions",
             "median s per decision",
-            "answer tokens",
             "vs native",
             "each round vs native",
+            "median CPU s per decision",
             "prompt tokens/s",
             "output tokens/s",
-            "stable prefix read, tokens/s",
+            "answer tokens",
         ]
         intro = (
-            f"CPU backends (`bench/local_backends.py`): rounds {rounds}, interleaved (A B C A B C "
-            f"...); in each round, each backend answers the same {decisions} timed decisions in a "
-            f"process of its own (after {WARMUP} untimed), the system prompt's saved state "
-            "restored first; each decision reads the site's context and the request (median "
-            f"{self.prompt_tokens():.0f} tokens) and generates the answer. *vs native*: median "
-            "seconds per decision over the native build's (below 1: faster). Token rates are "
-            "llama.cpp's own timings (medians per decision); the stable prefix is read once, "
-            "in the first round. 1-minute load average during the comparison: "
-            f"{min(self.loads):.2f}-{max(self.loads):.2f}."
+            f"CPU backends (`bench/local_backends.py`), {rounds} round(s): each round starts a "
+            "process per backend (one CPU backend per process), makes the system prompt's saved "
+            f"state ready in each, then interleaves their decisions one by one (A B C A B C ...): "
+            f"{WARMUP} untimed, then {decisions} timed. Each decision reads the site's context "
+            f"and the request after the saved prefix (median {self.prompt_tokens():.0f} tokens) "
+            "and generates the answer. *vs native*: median seconds per decision over the native "
+            "build's (above 1: slower); *CPU s*: the process's CPU time per decision. Token rates "
+            "are llama.cpp's own timings, medians per decision. 1-minute load average during the "
+            f"comparison: {min(self.loads):.2f}-{max(self.loads):.2f} "
+            f"(median {median(self.loads):.2f})."
         )
         notes = [line for note in self.notes for line in (note, "")]
         return [intro, "", *notes, *([table(header, rows), ""] if rows else [])]
@@ -326,28 +335,38 @@ class Comparison:
             " ".join(compiled),
             str(sum(len(r) for r in backend.rounds)),
             f"{seconds:.2f}",
-            f"{backend.median('output_tokens'):.0f}",
             ratio,
             each,
+            f"{backend.median('cpu_seconds'):.2f}",
             f"{backend.median('prompt_rate'):.0f}",
             f"{backend.median('output_rate'):.1f}",
-            f"{backend.prefix_rate:.0f}" if backend.prefix_rate else "-",
+            f"{backend.median('output_tokens'):.0f}",
         ]
 
 
 def compare(*, model: Path, rounds: int, decisions: int, max_tokens: int) -> Comparison:
+    """Each round starts a process per backend, then interleaves their decisions one by one
+    (A B C A B C ...), so a busy spell of the machine falls on all of them alike."""
     chosen, notes = backends()
     loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as states:
         for _round in range(rounds):
-            for index, backend in enumerate(chosen):
-                backend.run(
-                    model=model,
-                    states=Path(states) / str(index),
-                    decisions=decisions,
-                    max_tokens=max_tokens,
-                )
-                loads.append(os.getloadavg()[0])
+            with contextlib.ExitStack() as running:
+                processes = [
+                    running.enter_context(
+                        backend.start(
+                            model=model, states=Path(states) / str(index), max_tokens=max_tokens
+                        )
+                    )
+                    for index, backend in enumerate(chosen)
+                ]
+                for n in range(WARMUP + decisions):
+                    for backend, process in zip(chosen, processes, strict=True):
+                        backend.decide(process, n, timed=n >= WARMUP)
+                        loads.append(os.getloadavg()[0])
+                for process in processes:
+                    assert process.stdin is not None
+                    process.stdin.close()
     return Comparison(backends=chosen, notes=notes, loads=loads)
 
 
