@@ -44,7 +44,6 @@ from pressloop.local_model.prompt_state import ensure_prompt_state, stable_messa
 from pressloop.providers.local.model import LocalModel
 from pressloop.providers.local.options import ModelOptions
 
-ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pressloop"
 BASELINE = "haswell"  # llama.cpp's AVX2/FMA/F16C/BMI2 variant: every x86-64 server since ~2015
 WARMUP = 1  # untimed decisions at the start of each process
