@@ -39,10 +39,11 @@ import llama_cpp
 from common import table
 
 from pressloop.config import Settings
-from pressloop.local_model import ModelPlace, prepare
-from pressloop.local_model.prompt_state import ensure_prompt_state, stable_messages
+from pressloop.local_model.prompt import default_system_prompt
 from pressloop.providers.local.model import LocalModel
+from pressloop.providers.local.model_file import ModelPlace, prepare
 from pressloop.providers.local.options import ModelOptions
+from pressloop.providers.local.prompt_state import ensure_prompt_state, stable_messages
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pressloop"
 BASELINE = "haswell"  # llama.cpp's AVX2/FMA/F16C/BMI2 variant: every x86-64 server since ~2015
@@ -189,8 +190,9 @@ def worker(options: argparse.Namespace) -> None:
         )
     )
     llama = model.load()
-    state = ensure_prompt_state(model, settings)
-    prefix = model.tokens(stable_messages(model, settings.action_packs))
+    system = default_system_prompt(settings.action_packs)
+    state = ensure_prompt_state(model, system)
+    prefix = model.tokens(stable_messages(model, system))
     assert model.prefixes is not None
     if not state.built and not model.prefixes.restore(llama, prefix):
         raise RuntimeError(f"the saved state was not restored: {model.prefixes.refused}")

@@ -41,15 +41,16 @@ from pressloop.contracts import DecisionProtocol, Message, Role
 from pressloop.engine.decision_parser import decision_schema
 from pressloop.engine.ports import PromptContext
 from pressloop.engine.prompt import system_prompt
-from pressloop.local_model import ModelPlace, prepare
-from pressloop.local_model.prompt_state import ensure_prompt_state
-from pressloop.local_model.state import llama_runtime
+from pressloop.local_model.prompt import default_system_prompt
 from pressloop.providers.base import ModelRequest
 from pressloop.providers.local.gbnf import schema_to_gbnf
 from pressloop.providers.local.generation import Generation
 from pressloop.providers.local.messages import stable_count, to_messages
 from pressloop.providers.local.model import LocalModel
+from pressloop.providers.local.model_file import ModelPlace, prepare
+from pressloop.providers.local.model_file.state import llama_runtime
 from pressloop.providers.local.options import ModelOptions
+from pressloop.providers.local.prompt_state import ensure_prompt_state
 from pressloop.providers.local.schema import grammar_schema
 from pressloop.runtime.wiring import default_actions
 
@@ -239,7 +240,7 @@ def run(options: argparse.Namespace) -> str:
 
         # What `python -m pressloop.local_model prepare` does, in a process of its own.
         preparing = LocalModel(model_options(prepared))
-        state = ensure_prompt_state(preparing, settings)
+        state = ensure_prompt_state(preparing, default_system_prompt(settings.action_packs))
         preparing.close()
         after_prepare, model = start(model_options(prepared), settings, options.max_tokens)
         model.close()

@@ -142,7 +142,7 @@ async def _chat(message: str, thread_id: str | None) -> int:
                 await follower
         for event in await service.events(run_id, after=printer.last_seq):
             printer.show(event)
-        run = await _not_left_retrying(service, await service.run(run_id), printer)
+        run = await _not_left_retrying(service, await service.get_run(run_id), printer)
         printer.summary(run)
         if run.status is RunStatus.QUEUED:
             errors.print(
@@ -230,7 +230,7 @@ def runs_show(run_id: str) -> None:
 
     async def show() -> int:
         async with opened() as service:
-            run_detail(console, await service.run(run_id))
+            run_detail(console, await service.get_run(run_id))
         return 0
 
     run_command(show())

@@ -6,7 +6,6 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
-import sqlalchemy as sa
 from pydantic import ValidationError
 from rich.console import Console
 from sqlalchemy.engine import make_url
@@ -15,9 +14,9 @@ from pressloop.cli_check_provider import provider_check
 from pressloop.cli_checks import Check, Outcome, show, site_credentials
 from pressloop.config import Settings
 from pressloop.errors import ConfigurationError
-from pressloop.runtime.runner import KILL_SWITCH_SETTING
+from pressloop.runtime.context import KILL_SWITCH_SETTING
 from pressloop.store import migrate, settings_repo
-from pressloop.store.db import Database, normalise_url
+from pressloop.store.db import Database, normalise_url, ping
 
 DB_TIMEOUT_S = 10.0
 
@@ -63,7 +62,7 @@ async def _database(settings: Settings) -> tuple[list[Check], bool]:
     try:
         async with asyncio.timeout(DB_TIMEOUT_S):
             async with database.read() as conn:
-                await conn.execute(sa.select(1))
+                await ping(conn)
             current = await migrate.current_revision(database)
             head = migrate.head_revision()
             disabled = False
@@ -117,8 +116,8 @@ async def _provider(settings: Settings) -> Check:
 
 async def _local_model(settings: Settings) -> Check:
     """The offline model: llama.cpp built, the file present, its sha256, how long it loads."""
-    from pressloop.local_model import ModelPlace
-    from pressloop.local_model.state import local_model_state
+    from pressloop.providers.local.model_file import ModelPlace
+    from pressloop.providers.local.model_file.state import local_model_state
 
     in_use = settings.provider == "local"
     state = await asyncio.to_thread(local_model_state, ModelPlace.from_settings(settings))
@@ -156,13 +155,14 @@ async def _load_and_prompt_state(settings: Settings) -> tuple[float, str, SavedS
     variant of llama.cpp that process chose, and whether the system prompt's saved state for
     the current catalog is there and was written for this machine (without it the first
     answer after a start reads the whole prompt)."""
+    from pressloop.local_model.prompt import default_system_prompt
     from pressloop.providers.local import build_local_provider
 
     provider = build_local_provider(settings)
     try:
         seconds = await provider.load()
         info = await provider.info()
-        found = await provider.prompt_state(settings.action_packs)
+        found = await provider.prompt_state(default_system_prompt(settings.action_packs))
     finally:
         await provider.aclose()
     backend = info.get("backend") or {}

@@ -18,9 +18,10 @@ from pressloop.config import Settings
 from pressloop.errors import PressloopError
 from pressloop.private_files import private_dir, write_private
 from pressloop.runtime.service import Service
+from pressloop.ui import mount_ui
 
 if TYPE_CHECKING:
-    from pressloop.wordpress.local_site import LocalSite
+    from pressloop.local_wordpress.local_site import LocalSite
 
 
 class Server(uvicorn.Server):
@@ -61,7 +62,7 @@ async def local_wordpress(
     with the same recipe the tests use, so a newcomer has a site to try the agent on."""
     if settings.wp_url:
         return settings, None
-    from pressloop.wordpress.local_site import LocalSite
+    from pressloop.local_wordpress.local_site import LocalSite
 
     site = LocalSite(root=settings.data_dir.resolve() / "wordpress")
     try:
@@ -116,7 +117,7 @@ async def serve_api(
         await first_admin_token(service, settings, console)
         # PRESSLOOP_SERVE_RUNS=0: no turn runs here, only in `pressloop worker` processes.
         service.runs_turns = settings.serve_runs
-        app = create_app(service, run_worker=settings.serve_runs, run_scheduler=True)
+        app = mount_ui(create_app(service, run_worker=settings.serve_runs, run_scheduler=True))
         server = Server(uvicorn.Config(app, host=host, port=port, log_level="info"))
         address = f"http://{host}:{port}"
         console.print(f"Pressloop API on [bold]{address}[/] (docs at /docs)")

@@ -2,7 +2,6 @@
 
 - `ConfigurationError`: the person's mistake (a missing key, a bad setting). Never retried.
 - `RunFailure`: something a run met (model, site, limits). Each knows whether a retry may help.
-- `ControlSignal`: not an error at all, a change of course (an approval is needed, cancelled).
 The HTTP layer maps these to statuses in one place.
 """
 
@@ -96,18 +95,6 @@ class LeaseLost(RunFailure):
     """This worker no longer holds the run's lease: another worker took it over."""
 
     code = "lease_lost"
-
-
-class ControlSignal(PressloopError):
-    code = "control"
-
-
-class Cancelled(ControlSignal):
-    code = "cancelled"
-
-
-class ApprovalRequired(ControlSignal):
-    code = "approval_required"
 
 
 class NotFound(PressloopError):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make sure Debian's WordPress, PHP and MariaDB packages are installed, so the tests (and
 # `make run` without PRESSLOOP_WP_URL) can start a private WordPress on loopback with
-# pressloop/wordpress/local_site.py. Idempotent and quiet when everything is already there.
+# pressloop/local_wordpress/local_site.py. Idempotent and quiet when everything is already there.
 # Nothing is started here: each test session starts its own MariaDB and PHP server.
 set -euo pipefail
 

@@ -9,6 +9,8 @@ Beside its risk, an action declares what the untrusted-content guard needs (DESI
   a tainted turn it needs a person's approval whatever the policy says, like a destructive one.
   A bool, or a function of the params (and services) when only some calls are. Network actions
   (`network=True`) are sensitive unless their URL's host is one the owner allowed.
+- `changes_site_context`: once it succeeds, the SITE_CONTEXT the prompts carry is stale (plugins,
+  themes, settings): the pack's `SiteContextSource` is invalidated after the turn.
 - secret params: a field declared with `json_schema_extra=SECRET_FIELD` (passwords) is never
   stored, shown or logged (`pressloop.redaction`).
 """
@@ -21,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
-from pressloop.actions.outbound import reaches_unallowed_host
+from pressloop.actions.outbound import FetchOptions, reaches_unallowed_host
+from pressloop.clock import Now, utc_now
 from pressloop.contracts import ActionContext, CatalogEntry, Risk
 from pressloop.redaction import secret_fields
 
@@ -65,7 +68,8 @@ class ActionServices:
     memory: MemoryPort | None = None
     spawner: SpawnPort | None = None
     wordpress: WordPressClient | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    now: Now = utc_now  # e.g. how recent a reconciled step's look-alike post must be
+    web: FetchOptions = field(default_factory=FetchOptions)  # web_fetch, upload_media
 
 
 Handler = Callable[[Any, ActionContext, ActionServices], Awaitable[ActionResult]]
@@ -91,6 +95,7 @@ class ActionSpec:
     network: bool = False
     untrusted_output: bool = False
     sensitive: bool | Sensitivity = False
+    changes_site_context: bool = False
     reconcile: Reconciler | None = None
     preview: Previewer | None = None
     snapshot: Snapshotter | None = None

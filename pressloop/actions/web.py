@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from pressloop.actions.net import fetch_public, parse_allowlist
+from pressloop.actions.outbound import FetchOptions
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
 from pressloop.config import Settings
 from pressloop.contracts import ActionContext, Risk
@@ -34,14 +34,14 @@ def page_text(body: str) -> str:
     return " ".join(html.unescape(_TAGS.sub(" ", body)).split())[:MAX_TEXT]
 
 
-def fetch_options(settings: Settings) -> dict[str, Any]:
-    """What the runtime puts in `ActionServices.extra` for web_fetch and upload_media."""
-    return {
-        "web_fetch_allow_private": settings.web_fetch_allow_private,
-        "web_fetch_timeout_s": settings.web_fetch_timeout_s,
-        "media_max_bytes": settings.media_max_bytes,
-        "net_allow": parse_allowlist(settings.net_allow),
-    }
+def fetch_options(settings: Settings) -> FetchOptions:
+    """What the runtime puts in `ActionServices.web` for web_fetch and upload_media."""
+    return FetchOptions(
+        allow_private=settings.web_fetch_allow_private,
+        allowlist=parse_allowlist(settings.net_allow),
+        timeout_s=settings.web_fetch_timeout_s,
+        max_file_bytes=settings.media_max_bytes,
+    )
 
 
 async def web_fetch(

@@ -6,32 +6,23 @@ from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from pressloop.api.auth import Admin, ServiceDep, Viewer
 from pressloop.api.bounds import Id
-from pressloop.api.schemas import LayerPolicy, Request
-from pressloop.contracts import Trigger
-from pressloop.errors import NotFound
-from pressloop.policy import resolve_policy
-from pressloop.store import agents as agent_store
-from pressloop.store.records import AgentRecord
+from pressloop.api.schemas import LayerPolicy, RecordOut, Request
 
 router = APIRouter(prefix="/v1/agents", tags=["agents"])
 MAX_FILE_CHARS = 20_000
 
 
-class AgentOut(BaseModel):
+class AgentOut(RecordOut):
     id: str
     name: str
     instructions: str
     files: dict[str, str]
     policy: dict[str, Any]
     created_at: datetime
-
-    @classmethod
-    def of(cls, agent: AgentRecord) -> AgentOut:
-        return cls.model_validate(agent.__dict__)
 
 
 class AgentFiles(Request):
@@ -62,17 +53,12 @@ class AgentUpdate(Request):
 
 @router.get("")
 async def list_agents(service: ServiceDep, _who: Viewer) -> list[AgentOut]:
-    async with service.database.read() as conn:
-        return [AgentOut.of(a) for a in await agent_store.list_agents(conn)]
+    return [AgentOut.of(a) for a in await service.list_agents()]
 
 
 @router.get("/{agent_id}")
 async def show_agent(agent_id: Id, service: ServiceDep, _who: Viewer) -> AgentOut:
-    async with service.database.read() as conn:
-        agent = await agent_store.get_agent(conn, agent_id)
-    if agent is None:
-        raise NotFound(f"agent {agent_id!r} does not exist")
-    return AgentOut.of(agent)
+    return AgentOut.of(await service.get_agent(agent_id))
 
 
 @router.patch("/{agent_id}")
@@ -80,12 +66,4 @@ async def update_agent(
     agent_id: Id, body: AgentUpdate, service: ServiceDep, _who: Admin
 ) -> AgentOut:
     """Change the agent (admin: a policy may loosen the defaults)."""
-    changes = body.changes()
-    if "policy" in changes:
-        for trigger in Trigger:
-            resolve_policy(trigger, agent=changes["policy"])  # a bad policy is a 422 now
-    async with service.database.write() as conn:
-        agent = await agent_store.update_agent(conn, agent_id, **changes)
-    if agent is None:
-        raise NotFound(f"agent {agent_id!r} does not exist")
-    return AgentOut.of(agent)
+    return AgentOut.of(await service.update_agent(agent_id, body.changes()))

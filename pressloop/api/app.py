@@ -1,10 +1,15 @@
-"""The FastAPI application: REST + SSE over one `Service` (DESIGN.md section 10)."""
+"""The FastAPI application: REST + SSE over one `Service` (DESIGN.md section 10).
+
+The admin UI sits on top of the API (it imports it; the API imports nothing of it): `pressloop
+serve` mounts it on this app with `pressloop.ui.mount_ui`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from fastapi import Depends, FastAPI
 from starlette.types import ASGIApp
@@ -28,10 +33,6 @@ from pressloop.api.headers import SecurityHeaders
 from pressloop.api.openapi import document_errors, operation_id
 from pressloop.api.sse import StreamTracker
 from pressloop.runtime.service import Service
-from pressloop.ui import mount_ui
-from pressloop.ui.pages.signin import MAX_FORM_BYTES
-
-SIGN_IN_PATH = "/ui/login"
 
 
 class PressloopApp(FastAPI):
@@ -39,13 +40,15 @@ class PressloopApp(FastAPI):
     headers on every response (a 500 too), and the body limit before anything reads the
     request (authentication, parsing)."""
 
-    max_body_bytes: int = 0
+    def __init__(self, *, max_body_bytes: int, **options: Any) -> None:
+        self.max_body_bytes = max_body_bytes
+        # Smaller limits for some paths, set before the app serves (the UI's sign-in form).
+        self.path_limits: dict[str, int] = {}
+        super().__init__(**options)
 
     def build_middleware_stack(self) -> ASGIApp:
         inner = super().build_middleware_stack()
-        limited = BodyLimit(
-            inner, max_bytes=self.max_body_bytes, path_limits={SIGN_IN_PATH: MAX_FORM_BYTES}
-        )
+        limited = BodyLimit(inner, max_bytes=self.max_body_bytes, path_limits=self.path_limits)
         return SecurityHeaders(limited)
 
 
@@ -63,7 +66,7 @@ def create_app(
     run_scheduler: bool = False,
     sse_ping_s: float = 15.0,
     max_body_bytes: int | None = None,
-) -> FastAPI:
+) -> PressloopApp:
     """The API over `service`. With `run_worker` (and `run_scheduler`) the app's lifespan runs an
     in-process worker (and the heartbeat scheduler), as `pressloop serve` does.
 
@@ -85,6 +88,9 @@ def create_app(
 
     docs = service.settings.api_docs
     app = PressloopApp(
+        max_body_bytes=max_body_bytes
+        or service.settings.max_body_bytes
+        or default_limit(service.settings.max_message_chars),
         title="Pressloop",
         version=_version(),
         description="Run AI agents for WordPress sites. Every `/v1` route needs a bearer token.",
@@ -95,11 +101,6 @@ def create_app(
         generate_unique_id_function=operation_id,
         # Every path and query value must be text the database can store (else 422).
         dependencies=[Depends(plain_text)],
-    )
-    app.max_body_bytes = (
-        max_body_bytes
-        or service.settings.max_body_bytes
-        or default_limit(service.settings.max_message_chars)
     )
     app.state.service = service
     app.state.sse_ping_s = sse_ping_s
@@ -115,7 +116,6 @@ def create_app(
     app.include_router(agents.router)
     app.include_router(settings.router)
     document_errors(app)  # what each route can answer, in the OpenAPI document
-    mount_ui(app)
     if docs:
         mount_docs(app)
     return app

@@ -6,18 +6,17 @@ from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from pressloop.api.auth import Operator, ServiceDep, Viewer
 from pressloop.api.errors import error_responses
-from pressloop.api.schemas import Request
+from pressloop.api.schemas import RecordOut, Request
 from pressloop.contracts import UntrustedSource
-from pressloop.store.approvals import ApprovalRecord
 
 router = APIRouter(prefix="/v1/approvals", tags=["approvals"])
 
 
-class ApprovalOut(BaseModel):
+class ApprovalOut(RecordOut):
     id: str
     run_id: str
     thread_id: str
@@ -58,10 +57,6 @@ class ApprovalOut(BaseModel):
     created_at: datetime
     expires_at: datetime
     decided_at: datetime | None
-
-    @classmethod
-    def of(cls, approval: ApprovalRecord) -> ApprovalOut:
-        return cls.model_validate(approval.public())
 
 
 class Approve(Request):

@@ -11,13 +11,13 @@ from pydantic import BaseModel
 from pressloop.api.auth import Operator, ServiceDep, Viewer
 from pressloop.api.bounds import Id, SeqNumber
 from pressloop.api.errors import error_responses
+from pressloop.api.schemas import RecordOut
 from pressloop.contracts import ActionOutcome, Risk
-from pressloop.store.ledger import LedgerEntry
 
 router = APIRouter(tags=["ledger"])
 
 
-class LedgerOut(BaseModel):
+class LedgerOut(RecordOut):
     id: int
     run_id: str
     step_index: int
@@ -33,10 +33,6 @@ class LedgerOut(BaseModel):
     undo_state: Literal["undoing", "undone"] | None
     created_at: datetime
     finished_at: datetime | None
-
-    @classmethod
-    def of(cls, entry: LedgerEntry) -> LedgerOut:
-        return cls.model_validate(entry.__dict__ | {"fate": entry.fate})
 
 
 class Undone(BaseModel):

@@ -50,4 +50,5 @@ async def usage(
     days: int = Query(default=30, ge=1, le=3660, description="The last N days, today included."),
     scope: Literal["user", "site"] | None = Query(default=None, description="Only this scope."),
 ) -> list[UsageRow]:
+    await service.flush_usage()  # the rows include the turns that just ran in this process
     return [UsageRow.model_validate(row) for row in await service.usage(days=days, scope=scope)]

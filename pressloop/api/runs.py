@@ -17,8 +17,7 @@ from pressloop.api.schemas import RunAccepted, RunCreate, RunOut, RunResult
 from pressloop.api.sse import LastEventId, event_stream, resume_point, sse_content, wants_stream
 from pressloop.contracts import Event, RunStatus, Trigger
 from pressloop.errors import InvalidRequest
-from pressloop.runtime.service import RESTING
-from pressloop.runtime.site_policies import caller_request
+from pressloop.runtime.service_reads import RESTING
 
 router = APIRouter(tags=["runs"])
 
@@ -81,8 +80,7 @@ async def post_run(
     trigger = Trigger(body.trigger)
     policy = body.policy.model_dump(exclude_none=True) if body.policy else None
     if trigger is not caller:
-        async with service.database.read() as conn:
-            policy = await caller_request(conn, thread_id, caller, policy)
+        policy = await service.caller_policy(thread_id, caller, policy)
     submission = await service.submit(
         thread_id,
         body.message,
@@ -123,7 +121,7 @@ async def list_runs(
 
 @router.get("/v1/runs/{run_id}")
 async def show_run(run_id: Id, service: ServiceDep, _who: Viewer) -> RunOut:
-    return RunOut.of(await service.run(run_id))
+    return RunOut.of(await service.get_run(run_id))
 
 
 @router.get(
@@ -149,7 +147,7 @@ async def run_events(
     """The run's events: a JSON list, or a live SSE stream with `Accept: text/event-stream`
     (resumed after `Last-Event-ID` when the client sends it)."""
     if wants_stream(request):
-        await service.run(run_id)  # an unknown run is a 404 before the stream starts
+        await service.get_run(run_id)  # an unknown run is a 404 before the stream starts
         return event_stream(request, run_id, after=resume_point(last_event_id, after))
     return await service.events(run_id, after=after, limit=limit)
 

@@ -12,9 +12,8 @@ from pydantic import BaseModel, Field, StrictBool
 from pressloop.api.auth import Operator, ServiceDep, Viewer
 from pressloop.api.bounds import ID_MAX_LENGTH, ID_PATTERN, Id
 from pressloop.api.errors import error_responses
-from pressloop.api.schemas import NotBlank, Request, RunOut, ThreadOut
+from pressloop.api.schemas import NotBlank, RecordOut, Request, RunOut, ThreadOut
 from pressloop.errors import InvalidRequest
-from pressloop.store.schedules import ScheduleRecord
 
 router = APIRouter(tags=["schedules"])
 
@@ -67,7 +66,7 @@ class ScheduleCreate(Request):
             raise InvalidRequest(f"the cron rule {self.cron!r} never comes due") from None
 
 
-class ScheduleOut(BaseModel):
+class ScheduleOut(RecordOut):
     id: str
     agent_id: str
     thread_id: str | None
@@ -83,10 +82,6 @@ class ScheduleOut(BaseModel):
     last_run_id: str | None
     created_by: str | None
     created_at: datetime
-
-    @classmethod
-    def of(cls, schedule: ScheduleRecord) -> ScheduleOut:
-        return cls.model_validate(schedule.public())
 
 
 class SpawnCreate(Request):

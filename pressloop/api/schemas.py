@@ -7,7 +7,7 @@ and no text in it (keys included) holds what the database cannot store (`api/bou
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -30,7 +30,6 @@ from pressloop.contracts import (
     TurnResult,
     Usage,
 )
-from pressloop.store.records import RunRecord, ThreadRecord
 
 Role = Literal["admin", "operator", "viewer"]
 RunMode = Literal["wait", "stream", "background"]
@@ -73,6 +72,19 @@ class Request(BaseModel):
         if problem is not None:
             raise ValueError(problem)
         return data
+
+
+class RecordOut(BaseModel):
+    """An answer made from a record the Service returns, the one way every `...Out` is made:
+    `RunOut.of(run)`. Each field is read from the record's attribute of that name, a property
+    included (a ledger entry's `fate`); what the answer does not declare stays internal (a
+    run's checkpoint and lease token)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    @classmethod
+    def of(cls, record: object) -> Self:
+        return cls.model_validate(record)
 
 
 # Policies --------------------------------------------------------------------------------------
@@ -144,7 +156,7 @@ class ThreadCreate(Request):
         return data
 
 
-class ThreadOut(BaseModel):
+class ThreadOut(RecordOut):
     id: str
     agent_id: str
     parent_id: str | None
@@ -156,28 +168,11 @@ class ThreadOut(BaseModel):
     created_at: datetime
     updated_at: datetime
 
-    @classmethod
-    def of(cls, thread: ThreadRecord) -> ThreadOut:
-        return cls.model_validate(
-            {
-                "id": thread.id,
-                "agent_id": thread.agent_id,
-                "parent_id": thread.parent_id,
-                "depth": thread.depth,
-                "title": thread.title,
-                "status": thread.status,
-                "created_by": thread.created_by,
-                "metadata": thread.metadata,
-                "created_at": thread.created_at,
-                "updated_at": thread.updated_at,
-            }
-        )
-
 
 # Runs ------------------------------------------------------------------------------------------
 
 
-class RunOut(BaseModel):
+class RunOut(RecordOut):
     id: str
     thread_id: str
     agent_id: str
@@ -198,10 +193,6 @@ class RunOut(BaseModel):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
-
-    @classmethod
-    def of(cls, run: RunRecord) -> RunOut:
-        return cls.model_validate(run.public())
 
 
 class ThreadDetail(BaseModel):

@@ -14,10 +14,8 @@ from pydantic import BaseModel, Field, JsonValue, StrictBool, field_validator
 
 from pressloop.api.auth import Admin, ServiceDep, Viewer
 from pressloop.api.schemas import TRIGGER_NAMES, PolicyFields, Request
-from pressloop.runtime.kill_switch import Source, read_kill_switch
-from pressloop.runtime.runner import KILL_SWITCH_SETTING
-from pressloop.runtime.site_policies import set_trigger_defaults, trigger_defaults
-from pressloop.store import settings_repo
+from pressloop.runtime.kill_switch import Source
+from pressloop.runtime.service_admin import SiteSettings
 
 router = APIRouter(prefix="/v1/settings", tags=["settings"])
 
@@ -39,6 +37,17 @@ class SettingsOut(BaseModel):
         "the setting cannot override) or setting; null when it is off."
     )
     policies: dict[str, TriggerPolicy]
+
+    @classmethod
+    def of(cls, site: SiteSettings) -> SettingsOut:
+        switch = site.kill_switch
+        return cls(
+            agent_disabled=switch.on,
+            agent_disabled_by_env=switch.by_environment,
+            agent_disabled_by_setting=switch.by_setting,
+            agent_disabled_source=switch.source,
+            policies={k: TriggerPolicy.model_validate(v) for k, v in site.policies.items()},
+        )
 
 
 class SettingsUpdate(Request):
@@ -62,33 +71,17 @@ class SettingsUpdate(Request):
         return policies
 
 
-async def _current(service: ServiceDep) -> SettingsOut:
-    async with service.database.read() as conn:
-        switch = await read_kill_switch(conn, service.settings)
-        policies = await trigger_defaults(conn)
-    return SettingsOut(
-        agent_disabled=switch.on,
-        agent_disabled_by_env=switch.by_environment,
-        agent_disabled_by_setting=switch.by_setting,
-        agent_disabled_source=switch.source,
-        policies={k: TriggerPolicy.model_validate(v) for k, v in policies.items()},
-    )
-
-
 @router.get("")
 async def show_settings(service: ServiceDep, _who: Viewer) -> SettingsOut:
-    return await _current(service)
+    return SettingsOut.of(await service.site_settings())
 
 
 @router.patch("")
 async def update_settings(body: SettingsUpdate, service: ServiceDep, _who: Admin) -> SettingsOut:
     """Change the kill switch and the per-trigger policies in one transaction: all or nothing."""
-    async with service.database.write() as conn:
-        if body.agent_disabled is not None:
-            await settings_repo.set_setting(
-                conn, KILL_SWITCH_SETTING, body.agent_disabled, now=service.now()
-            )
-        for trigger, changes in (body.policies or {}).items():
-            fields = changes.changes() if changes is not None else None
-            await set_trigger_defaults(conn, trigger, fields, now=service.now())
-    return await _current(service)
+    policies = {
+        trigger: changes.changes() if changes is not None else None
+        for trigger, changes in (body.policies or {}).items()
+    }
+    site = await service.update_site_settings(agent_disabled=body.agent_disabled, policies=policies)
+    return SettingsOut.of(site)

@@ -1,8 +1,12 @@
 """Run events as Server-Sent Events: `id: <seq>`, `event: <type>`, `data: <the Event as JSON>`.
 
-Events are read from the database (`Service.follow`), so any API process can serve any stream and a
-client that reconnects with `Last-Event-ID` gets every later event exactly once. Comment pings keep
-proxies from closing a quiet stream; a client that goes away cancels the generator.
+The frames come from `Service.follow`: an event this process commits comes straight off the
+in-process bus (`runtime/bus.py`); the database is read to catch up: at the start, after a gap
+in the seqs, on a wake-up without events (another process's NOTIFY, a cancel) and when the bus
+stays quiet for a poll interval. So any API process can serve any stream, for a run running in
+any process, and a client that reconnects with `Last-Event-ID` gets every later event exactly
+once. Comment pings keep proxies from closing a quiet stream; a client that goes away cancels
+the generator.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import deque
 from datetime import datetime, timedelta
 
+from pressloop.clock import Now
 from pressloop.errors import RateLimited
-from pressloop.runtime.clock import Now
 
 # Addresses remembered at most; past that, the ones with no failure in the window are forgotten.
 MAX_ADDRESSES = 10_000

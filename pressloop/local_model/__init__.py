@@ -1,15 +1,6 @@
-"""The local model's file: where it comes from, fetching it once, checking it, placing it."""
+"""`python -m pressloop.local_model prepare | needed`: the offline model made ready for `make run`.
 
-from pressloop.local_model.errors import ModelIntegrityError, ModelUnavailable
-from pressloop.local_model.prepare import ModelPlace, prepare, ready_model
-from pressloop.local_model.source import DEFAULT_SOURCE, ModelSource
-
-__all__ = [
-    "DEFAULT_SOURCE",
-    "ModelIntegrityError",
-    "ModelPlace",
-    "ModelSource",
-    "ModelUnavailable",
-    "prepare",
-    "ready_model",
-]
+The model file itself (fetched once, assembled, checked) is the provider's business
+(`pressloop.providers.local.model_file`); this package is a command on top of everything: it
+builds the default catalog's system prompt (`prompt.py`) and has the provider save its state.
+"""

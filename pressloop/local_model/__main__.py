@@ -18,9 +18,9 @@ from rich.console import Console
 
 from pressloop.config import Settings
 from pressloop.errors import PressloopError
-from pressloop.local_model.prepare import ModelPlace, prepare
-from pressloop.local_model.progress import Reporter, for_console
-from pressloop.local_model.state import llama_runtime
+from pressloop.providers.local.model_file.prepare import ModelPlace, prepare
+from pressloop.providers.local.model_file.progress import Reporter, for_console
+from pressloop.providers.local.model_file.state import llama_runtime
 
 USAGE = "usage: python -m pressloop.local_model prepare | needed"
 _KEYS = ("openai_api_key", "anthropic_api_key", "openrouter_api_key", "zai_api_key")
@@ -58,13 +58,15 @@ def save_prompt_state(console: Console, settings: Settings, progress: Reporter) 
     if llama_runtime() is None:
         console.print("No saved prompt state: llama.cpp (the `local` group) is not installed.")
         return
-    from pressloop.local_model.prompt_state import ensure_prompt_state
+    from pressloop.local_model.prompt import default_system_prompt
     from pressloop.providers.local import build_local_model
+    from pressloop.providers.local.prompt_state import ensure_prompt_state
 
     try:
         model = build_local_model(settings)
         try:
-            state = ensure_prompt_state(model, settings, progress)
+            system = default_system_prompt(settings.action_packs)
+            state = ensure_prompt_state(model, system, progress)
         finally:
             model.close()
     except PressloopError as problem:

@@ -71,16 +71,3 @@ class Provider(Protocol):
     async def complete(self, request: ModelRequest) -> ModelResponse: ...
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]: ...
-
-
-async def complete_from_stream(stream: AsyncIterator[StreamPart]) -> ModelResponse:
-    """Drain a stream into its final response (for adapters whose `complete` is a stream)."""
-    final: ModelResponse | None = None
-    async for part in stream:
-        if isinstance(part, ResponseDone):
-            final = part.response
-    if final is None:
-        from pressloop.errors import ProviderError
-
-        raise ProviderError("the model stream ended without a final response", retryable=True)
-    return final

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from pressloop.clock import Sleep, real_sleep
 from pressloop.config import DEFAULT_BASE_URLS, DEFAULT_MODELS, Settings
 from pressloop.errors import ConfigurationError, ProviderNotConfigured
 from pressloop.providers.base import Provider
 from pressloop.providers.retrying import RetryingProvider
-
-Sleep = Callable[[float], Awaitable[None]]
 
 # Auto-detection order when PRESSLOOP_PROVIDER is not set: the first key found wins.
 _KEY_VARIABLES: dict[str, str] = {
@@ -31,7 +28,7 @@ NOT_CONFIGURED = (
 _OPENROUTER_HEADERS = {"X-Title": "Pressloop"}
 
 
-def build_provider(settings: Settings, *, sleep: Sleep = asyncio.sleep) -> Provider:
+def build_provider(settings: Settings, *, sleep: Sleep = real_sleep) -> Provider:
     """The provider `settings` ask for, wrapped in retries when it talks to a real API."""
     name = settings.provider or _detect(settings)
     if name == "scripted":

@@ -6,10 +6,11 @@ often and how long to wait; the sleep and the random source are injected so test
 
 from __future__ import annotations
 
-import asyncio
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 
+from pressloop.backoff import full_jitter
+from pressloop.clock import Sleep, real_sleep
 from pressloop.errors import ProviderError
 from pressloop.providers.base import ModelRequest, ModelResponse, Provider, StreamPart, TextDelta
 
@@ -24,7 +25,7 @@ class RetryingProvider:
         max_retries: int,
         base_s: float,
         cap_s: float,
-        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        sleep: Sleep = real_sleep,
         rand: Callable[[], float] = random.random,
     ) -> None:
         self.inner = inner
@@ -50,11 +51,6 @@ class RetryingProvider:
         close = getattr(self.inner, "aclose", None)
         if close is not None:
             await close()
-
-    def delay_s(self, attempt: int) -> float:
-        """Full jitter: anywhere between 0 and the capped exponential step, so many clients
-        hit by the same outage do not come back in lockstep."""
-        return self._rand() * min(self._cap_s, self._base_s * 2.0**attempt)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         attempt = 0
@@ -93,7 +89,9 @@ class RetryingProvider:
             exc.message = f"{exc.message} (gave up after {attempts} attempt{'s' * (attempts > 1)})"
             exc.args = (exc.message,)
             raise exc
-        await self._sleep(self.delay_s(attempt))
+        # `attempt` is the 0-based index of the attempt that just failed: this is retry attempt + 1.
+        delay = full_jitter(attempt + 1, base_s=self._base_s, cap_s=self._cap_s, rand=self._rand)
+        await self._sleep(delay)
 
 
 async def _close(parts: AsyncIterator[StreamPart]) -> None:

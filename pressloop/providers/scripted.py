@@ -13,13 +13,13 @@ When the list is used up the provider says so with a clear error instead of inve
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from pressloop.clock import Sleep, real_sleep
 from pressloop.contracts import ActionCall, Role, Usage
 from pressloop.errors import ConfigurationError, ProviderError, ScriptExhausted
 from pressloop.providers.base import (
@@ -30,8 +30,6 @@ from pressloop.providers.base import (
     TextDelta,
 )
 
-Sleep = Callable[[float], Awaitable[None]]
-
 
 class ScriptedProvider:
     def __init__(
@@ -39,7 +37,7 @@ class ScriptedProvider:
         items: Sequence[dict[str, Any]],
         *,
         model: str = "scripted",
-        sleep: Sleep = asyncio.sleep,
+        sleep: Sleep = real_sleep,
         chunk_chars: int = 16,
         cycle: bool = False,
         per_turn: bool = False,

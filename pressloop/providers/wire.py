@@ -20,10 +20,9 @@ def http_client(sdk: ModuleType, max_connections: int) -> httpx2.AsyncClient:
     connection kept alive between calls.
 
     The SDKs' default transport (httpcore) walks every pooled connection for each request, so
-    its CPU per call grows with the calls in flight: 2.5 ms a streamed call at 100 at once, 6-7 ms
-    at 1,000 (bench/peers' concurrency workload); on aiohttp it stays at 1.3-1.4 ms. The SDKs'
-    default pool also keeps only 100 connections alive, so beyond 100 calls at once most calls
-    opened a new connection (on a real provider, a TLS handshake too).
+    its CPU per call grows with the calls in flight; on aiohttp it stays flat (docs/benchmarks.md
+    has the figures). The SDKs' default pool also keeps only 100 connections alive, so beyond 100
+    calls at once most calls opened a new connection (on a real provider, a TLS handshake too).
     """
     limits = httpx2.Limits(
         max_connections=max_connections, max_keepalive_connections=max_connections

@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from pressloop.clock import Now
 from pressloop.config import Settings
 from pressloop.errors import InvalidRequest, NotFound
-from pressloop.runtime.clock import Now
 from pressloop.store import sessions as session_store
 from pressloop.store import tokens as token_store
 from pressloop.store.db import Database

@@ -20,10 +20,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pressloop.actions.executor import ApprovalDecision, validation_message
 from pressloop.actions.registry import ActionServices, ActionSpec, Registry
+from pressloop.clock import Now
 from pressloop.contracts import ActionCall, ActionContext, RunStatus
 from pressloop.errors import Conflict, InvalidRequest, NotFound
 from pressloop.redaction import secret_values
-from pressloop.runtime.clock import Now
 from pressloop.runtime.session import RunSession
 from pressloop.store import approvals as approval_store
 from pressloop.store.approvals import ApprovalRecord

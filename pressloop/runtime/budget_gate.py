@@ -23,6 +23,7 @@ from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pressloop.clock import Now
 from pressloop.config import Settings
 from pressloop.contracts import ActionContext, Usage
 from pressloop.errors import BudgetExceeded, BudgetSpent
@@ -39,7 +40,6 @@ from pressloop.runtime.budgets import (
     stored_use,
     usage_rows,
 )
-from pressloop.runtime.clock import Now
 from pressloop.runtime.outcome import minus
 from pressloop.runtime.session import RunSession
 from pressloop.runtime.usage_buffer import UsageBuffer

@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pressloop.config import Settings
 from pressloop.contracts import Trigger, Usage
 from pressloop.errors import RateLimited
-from pressloop.store.schema import runs, usage_daily
+from pressloop.store import runs as run_store
+from pressloop.store import usage as usage_store
 
 # Messages from people are rate-limited; heartbeats and spawned agents have their own limits.
 PEOPLE = (Trigger.CHAT.value, Trigger.API.value, Trigger.MCP.value)
@@ -56,32 +56,18 @@ def budget_subjects(settings: Settings, user: str | None) -> list[Subject]:
 
 async def usage_rows(
     conn: AsyncConnection, settings: Settings, *, users: set[str | None], day: str
-) -> list[sa.Row[Any]]:
+) -> list[dict[str, Any]]:
     """Today's counters of the site and of `users` (those the budgets look at), one query."""
-    subjects = [("site", site_subject(settings))]
+    subjects: list[Subject] = [("site", site_subject(settings))]
     subjects += [("user", user) for user in sorted(u for u in users if u)]
-    return list(
-        (
-            await conn.execute(
-                sa.select(usage_daily).where(
-                    usage_daily.c.day == day,
-                    sa.or_(
-                        *(
-                            sa.and_(usage_daily.c.scope == scope, usage_daily.c.subject == subject)
-                            for scope, subject in subjects
-                        )
-                    ),
-                )
-            )
-        ).all()
-    )
+    return await usage_store.usage_on_day(conn, day=day, subjects=subjects)
 
 
-def stored_use(rows: list[sa.Row[Any]]) -> dict[Subject, Used]:
+def stored_use(rows: list[dict[str, Any]]) -> dict[Subject, Used]:
     """The counters of `usage_rows` by subject."""
     return {
-        (row.scope, row.subject): Used(
-            actions=row.action_calls, tokens=row.input_tokens + row.output_tokens
+        (row["scope"], row["subject"]): Used(
+            actions=row["action_calls"], tokens=row["input_tokens"] + row["output_tokens"]
         )
         for row in rows
     }
@@ -145,17 +131,9 @@ async def check_cooldown(
     """Refuse a person's message that comes sooner than the cooldown after their last one."""
     if not user or not settings.cooldown_s or trigger.value not in PEOPLE:
         return
-    last = (
-        await conn.execute(
-            sa.select(sa.func.max(runs.c.created_at)).where(
-                runs.c.requesting_user == user, runs.c.trigger.in_(PEOPLE)
-            )
-        )
-    ).scalar_one()
+    last = await run_store.last_run_created_at(conn, requesting_user=user, triggers=PEOPLE)
     if last is None:
         return
-    if last.tzinfo is None:  # SQLite's max() gives the stored value back without its type
-        last = last.replace(tzinfo=UTC)
     waited = (now - last).total_seconds()
     if waited < settings.cooldown_s:
         raise RateLimited(

@@ -1,14 +1,17 @@
 """Group commit: one task per process writes what many runs have pending, in one transaction.
 
 Runs emit events, save checkpoints and ask for writes (ledger, approvals, their finish) through
-their session (`runtime/session.py`). The committer takes the sessions with something pending,
-up to `max_batch` at a time, and writes it all in one transaction, each run fenced by its own
-lease token (`store/run_writes.py`). Why one writer for the process:
+their session (`runtime/session.py`), which puts them in the run's `Outbox`. The committer takes
+the outboxes with something pending, up to `max_batch` at a time, and writes it all in one
+transaction, each run fenced by its own lease token (`store/run_writes.py`). Why one writer for
+the process:
 - a burst of hundreds of runs (their model calls come back together) shares a few transactions
   and statements instead of queueing for a pooled connection each;
 - a run's writes stay in order without a task per run (one batch is in flight at a time);
 - on SQLite it is the one writer, so run writes never wait on each other for the write lock.
 A batch that fails is retried run by run, so only the run that caused the failure sees it.
+The dependency is one-way: sessions call the committer; the committer knows only outboxes, and
+answers through futures (an operation's value, each batch's `Committed` outcome).
 """
 
 from __future__ import annotations
@@ -17,35 +20,155 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pressloop.clock import Now
+from pressloop.contracts import Event, EventType
 from pressloop.errors import LeaseLost
 from pressloop.runtime.bus import EventBus
-from pressloop.runtime.clock import Now
 from pressloop.store import events as event_store
 from pressloop.store import run_writes
 from pressloop.store.db import Database
 from pressloop.store.notify import notify_runs
-from pressloop.store.run_writes import RunWrite
+from pressloop.store.run_writes import FinishWrite, RunWrite
 
 log = logging.getLogger(__name__)
 
 Operation = Callable[[AsyncConnection], Awaitable[Any]]
 
 
+@dataclass(kw_only=True, frozen=True)
+class Committed:
+    """How one batch went for one run: the error that failed it, or whether a person asked (in
+    any process) to cancel the run, read back by the commit."""
+
+    error: BaseException | None = None
+    cancel_requested: bool = False
+
+
+class Outbox:
+    """What one run has to write until its batch starts: events (numbered here), the newest
+    checkpoint, operations, the finish, and who waits for the commit.
+
+    The run's session puts writes here and marks the outbox (`Committer.mark`); the committer
+    takes everything at once when the run's batch starts, so what piles up during a commit
+    shares the next one. The outcome comes back as the value of `next_commit()`; a failed
+    batch fails the outbox for good (`failure`): the run writes nothing more.
+    """
+
+    def __init__(self, *, run_id: str, thread_id: str, token: int, last_seq: int) -> None:
+        self.run_id = run_id
+        self.thread_id = thread_id
+        self.token = token
+        self.seq = last_seq
+        self.failure: BaseException | None = None
+        self.events: list[Event] = []
+        self.checkpoint: dict[str, Any] | None = None
+        self.finish: FinishWrite | None = None
+        self.operations: list[tuple[Operation, asyncio.Future[Any]]] = []
+        # Run after the finish, in the same transaction (a spawned child reporting to its parent).
+        self.after_finish: tuple[Operation, asyncio.Future[Any]] | None = None
+        self.waiters: list[asyncio.Future[Any]] = []  # no value, just the commit
+        self._committed: asyncio.Future[Committed] | None = None
+
+    def add_event(self, type_: EventType, data: dict[str, Any], ts: datetime) -> None:
+        """Number the event and queue it, or merge it into the text delta queued just before.
+
+        A streamed answer emits one `message` delta per token; when the commits cannot keep up
+        (many streams at once) the deltas that pile up before the next batch become one event
+        with the same text, so the rows written and the frames sent shrink with the load instead
+        of the latency growing with it. An idle process commits each delta on its own.
+        """
+        last = self.events[-1] if self.events else None
+        if last is not None and _is_delta(last.type, last.data) and _is_delta(type_, data):
+            merged = {"delta": last.data["delta"] + data["delta"]}
+            self.events[-1] = last.model_copy(update={"data": merged})
+            return
+        self.seq += 1
+        self.events.append(
+            Event(
+                run_id=self.run_id,
+                thread_id=self.thread_id,
+                seq=self.seq,
+                type=type_,
+                ts=ts,
+                data=data,
+            )
+        )
+
+    @property
+    def unsaved(self) -> bool:
+        """Events or a checkpoint wait for a commit (nobody waits for them)."""
+        return bool(self.events) or self.checkpoint is not None
+
+    def next_commit(self) -> asyncio.Future[Committed]:
+        """How the batch that takes what is queued now goes."""
+        if self._committed is None:
+            self._committed = asyncio.get_running_loop().create_future()
+        return self._committed
+
+    def take(self) -> Pending:
+        """Everything queued, for the batch that starts now."""
+        write = RunWrite(
+            run_id=self.run_id,
+            thread_id=self.thread_id,
+            token=self.token,
+            event_seq=self.seq,
+            events=self.events,
+            checkpoint=self.checkpoint,
+            finish=self.finish,
+        )
+        if write.finish is not None:
+            write.finish.values["event_seq"] = self.seq
+        pending = Pending(
+            outbox=self,
+            write=write,
+            operations=self.operations,
+            after_finish=self.after_finish,
+            waiters=self.waiters,
+            committed=self.next_commit(),
+        )
+        self._committed = None
+        self._clear()
+        return pending
+
+    def fail(self, error: BaseException) -> None:
+        """A batch of this run failed: what was queued after it cannot be written either."""
+        self.failure = error
+        futures = [f for _op, f in self.operations] + self.waiters
+        if self.after_finish is not None:
+            futures.append(self.after_finish[1])
+        committed, self._committed = self._committed, None
+        self._clear()
+        if committed is not None:
+            committed.set_result(Committed(error=error))
+        for future in futures:
+            if not future.done():
+                future.set_exception(error)
+
+    def _clear(self) -> None:
+        self.events, self.operations, self.waiters = [], [], []
+        self.checkpoint, self.finish, self.after_finish = None, None, None
+
+
 @dataclass(kw_only=True)
 class Pending:
-    """What one run hands the committer: its fenced write, and who waits for the commit."""
+    """One run's share of a batch: its fenced write, and who waits for the commit."""
 
+    outbox: Outbox
     write: RunWrite
     operations: list[tuple[Operation, asyncio.Future[Any]]] = field(default_factory=list)
-    # Run after the finish, in the same transaction (a spawned child reporting to its parent).
     after_finish: tuple[Operation, asyncio.Future[Any]] | None = None
-    waiters: list[asyncio.Future[Any]] = field(default_factory=list)  # no value, just the commit
-    on_done: Callable[[BaseException | None, bool], None] | None = None
+    waiters: list[asyncio.Future[Any]] = field(default_factory=list)
+    committed: asyncio.Future[Committed]
+
+
+def _is_delta(type_: EventType, data: dict[str, Any]) -> bool:
+    return type_ is EventType.MESSAGE and data.keys() == {"delta"}
 
 
 class Committer:
@@ -66,17 +189,20 @@ class Committer:
         self.now = now
         self.lease_ttl_s = lease_ttl_s
         self.max_batch = max_batch
-        self._dirty: dict[str, Callable[[], Pending]] = {}
+        self._dirty: dict[str, Outbox] = {}
         self._task: asyncio.Task[None] | None = None
 
-    def mark(self, run_id: str, take: Callable[[], Pending]) -> None:
-        """`run_id` has something to write; `take` hands it over when its batch starts."""
-        self._dirty.setdefault(run_id, take)
+    def mark(self, outbox: Outbox) -> asyncio.Future[Committed]:
+        """`outbox` has something to write: it goes with the next batch, whose outcome for the
+        run is returned."""
+        self._dirty.setdefault(outbox.run_id, outbox)
         if self._task is None:
             self._task = asyncio.create_task(self._drain(), name="committer")
+        return outbox.next_commit()
 
-    def discard(self, run_id: str) -> None:
-        """Forget what `run_id` has pending (its session failed)."""
+    def forget(self, run_id: str) -> None:
+        """Write nothing more for `run_id` (its session closed: a renewal asked for after the
+        run's last write would only find its lease gone)."""
         self._dirty.pop(run_id, None)
 
     async def close(self) -> None:
@@ -90,7 +216,7 @@ class Committer:
                 batch: list[Pending] = []
                 while self._dirty and len(batch) < self.max_batch:
                     run_id = next(iter(self._dirty))
-                    batch.append(self._dirty.pop(run_id)())
+                    batch.append(self._dirty.pop(run_id).take())
                 await self._commit(batch)
         finally:
             self._task = None
@@ -100,7 +226,7 @@ class Committer:
             held, results = await self._transaction(batch)
         except asyncio.CancelledError as stop:
             for pending in batch:
-                _settle(pending, stop, {})
+                self._settle(pending, stop, {})
             raise
         except Exception as exc:
             if len(batch) > 1 and not _shared(exc):
@@ -110,12 +236,12 @@ class Committer:
                 return
             for pending in batch:
                 log.warning("run %s: write failed: %s", pending.write.run_id, exc)
-                _settle(pending, exc, {})
+                self._settle(pending, exc, {})
             return
         for pending in batch:
             write = pending.write
             if write.run_id in held:
-                _settle(pending, None, results, cancel=held[write.run_id])
+                self._settle(pending, None, results, cancel=held[write.run_id])
                 if write.events:
                     self.bus.publish(write.run_id, write.events)
             else:
@@ -123,7 +249,7 @@ class Committer:
                     f"run {write.run_id}: the lease (token {write.token}) is no longer ours"
                 )
                 log.warning("run %s: write failed: %s", write.run_id, lost.message)
-                _settle(pending, lost, {})
+                self._settle(pending, lost, {})
 
     async def _transaction(self, batch: list[Pending]) -> tuple[dict[str, bool], dict[int, Any]]:
         now = self.now()
@@ -146,6 +272,32 @@ class Committer:
                     results[id(future)] = await operation(conn)
         return held, results
 
+    def _settle(
+        self,
+        pending: Pending,
+        error: BaseException | None,
+        results: dict[int, Any],
+        *,
+        cancel: bool = False,
+    ) -> None:
+        futures = [f for _op, f in pending.operations] + pending.waiters
+        if pending.after_finish is not None:
+            futures.append(pending.after_finish[1])
+        # The outcome first: the session learns it (a cancel, a failure) before its waiters resume.
+        pending.committed.set_result(Committed(error=error, cancel_requested=cancel))
+        if error is not None:
+            pending.outbox.fail(error)
+            self._dirty.pop(pending.write.run_id, None)
+        for future in futures:
+            if future.done():  # its waiter was cancelled
+                continue
+            if error is None:
+                future.set_result(results.get(id(future)))
+            elif isinstance(error, asyncio.CancelledError):
+                future.cancel()
+            else:
+                future.set_exception(error)
+
 
 def _shared(error: Exception) -> bool:
     """A failure of the database or the connection, not of one run's write: retrying the runs
@@ -153,26 +305,3 @@ def _shared(error: Exception) -> bool:
     if isinstance(error, DBAPIError) and error.connection_invalidated:
         return True
     return isinstance(error, OSError | TimeoutError | InterfaceError | OperationalError)
-
-
-def _settle(
-    pending: Pending,
-    error: BaseException | None,
-    results: dict[int, Any],
-    *,
-    cancel: bool = False,
-) -> None:
-    futures = [f for _op, f in pending.operations] + pending.waiters
-    if pending.after_finish is not None:
-        futures.append(pending.after_finish[1])
-    if pending.on_done is not None:
-        pending.on_done(error, cancel)
-    for future in futures:
-        if future.done():  # its waiter was cancelled
-            continue
-        if error is None:
-            future.set_result(results.get(id(future)))
-        elif isinstance(error, asyncio.CancelledError):
-            future.cancel()
-        else:
-            future.set_exception(error)

@@ -14,13 +14,21 @@ import contextlib
 import time
 from collections.abc import Mapping
 
+from pressloop.clock import Monotonic
 from pressloop.runtime.session import RunSession
 
 
 class LeaseKeeper:
-    def __init__(self, sessions: Mapping[str, RunSession], *, renew_s: float) -> None:
+    def __init__(
+        self,
+        sessions: Mapping[str, RunSession],
+        *,
+        renew_s: float,
+        monotonic: Monotonic = time.monotonic,
+    ) -> None:
         self.sessions = sessions
         self.renew_s = renew_s
+        self.monotonic = monotonic
         self._task: asyncio.Task[None] | None = None
 
     def watch(self) -> None:
@@ -38,7 +46,7 @@ class LeaseKeeper:
         try:
             while self.sessions:
                 await asyncio.sleep(self.renew_s / 2)
-                idle_since = time.monotonic() - self.renew_s / 2
+                idle_since = self.monotonic() - self.renew_s / 2
                 for session in list(self.sessions.values()):
                     if session.last_written <= idle_since:
                         session.renew_soon()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pressloop.runtime.clock import Now
+from pressloop.clock import Now
 from pressloop.store import memories as memory_store
 from pressloop.store.db import Database
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from pressloop.backoff import full_jitter
 from pressloop.config import Settings
 from pressloop.contracts import (
     FINAL_RUN_STATUSES,
@@ -24,7 +25,6 @@ from pressloop.contracts import (
     Usage,
 )
 from pressloop.engine.transcript import close_dangling_calls
-from pressloop.runtime.backoff import full_jitter
 from pressloop.runtime.notices import cancelled_notice, ended_notice, notice_message
 from pressloop.store.records import RunRecord
 

@@ -20,15 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import datetime
+from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pressloop.contracts import (
     FINAL_RUN_STATUSES,
     Checkpoint,
     Message,
-    Policy,
     Role,
     RunStatus,
     StepStatus,
@@ -36,12 +35,11 @@ from pressloop.contracts import (
     TurnResult,
 )
 from pressloop.engine.taint import UNTRUSTED_PREFIX
-from pressloop.runtime.site_policies import resolve_run_policy
-from pressloop.store import agents as agent_store
+from pressloop.runtime.enqueue import RunRequest, enqueue_run
+from pressloop.runtime.site_policies import caller_request
 from pressloop.store import runs as run_store
 from pressloop.store import threads as thread_store
 from pressloop.store.records import RunRecord, ThreadRecord
-from pressloop.store.schema import messages, runs
 
 REPORTER = "spawned_agent"  # the `name` of a report message in the parent's thread
 SPAWN_ACTION = "spawn_agent"
@@ -112,14 +110,8 @@ async def post_held_reports(conn: AsyncConnection, parent_run: RunRecord, *, now
         meta = child.metadata
         if meta.get("parent_run_id") != parent_run.id or meta.get("wait"):
             continue
-        query = sa.select(runs.c.id).where(
-            runs.c.thread_id == child.id,
-            runs.c.trigger == Trigger.SPAWNED.value,
-            runs.c.status.in_([s.value for s in FINAL_RUN_STATUSES]),
-        )
-        for run_id in (await conn.execute(query)).scalars():
-            ended = await run_store.get_run(conn, run_id)
-            if ended is not None and ended.result is not None:
+        for ended in await run_store.ended_runs(conn, child.id, trigger=Trigger.SPAWNED):
+            if ended.result is not None:
                 await _post(conn, child, ended.id, ended.status, ended.result, now)
 
 
@@ -127,9 +119,8 @@ async def _live(conn: AsyncConnection, parent_run_id: str | None) -> bool:
     """Whether the parent run has yet to end; its row stays locked until this commits."""
     if not parent_run_id:
         return False
-    query = sa.select(runs.c.status).where(runs.c.id == parent_run_id).with_for_update()
-    status = (await conn.execute(query)).scalar_one_or_none()
-    return status is not None and RunStatus(status) not in FINAL_RUN_STATUSES
+    status = await run_store.run_status(conn, parent_run_id, lock=True)
+    return status is not None and status not in FINAL_RUN_STATUSES
 
 
 async def _post(
@@ -141,10 +132,7 @@ async def _post(
     now: datetime,
 ) -> None:
     assert child.parent_id is not None
-    posted = sa.select(messages.c.id).where(
-        messages.c.thread_id == child.parent_id, messages.c.run_id == child_run_id
-    )
-    if (await conn.execute(posted.limit(1))).first() is not None:
+    if await thread_store.has_message_of_run(conn, child.parent_id, child_run_id):
         return
     report = Message(
         role=Role.USER,
@@ -168,43 +156,32 @@ async def _wake_parent(
     max_attempts: int,
 ) -> str:
     assert thread.parent_id is not None
+    parent = await thread_store.get_thread(conn, thread.parent_id)
+    assert parent is not None  # threads.parent_id references a thread; threads are never deleted
     report = child_report(thread, status, result)
-    run, _ = await run_store.create_run(
-        conn,
-        thread_id=thread.parent_id,
-        agent_id=thread.agent_id,
+    wake = RunRequest(
         trigger=Trigger.WAKE,
-        input=report,
-        policy=await _wake_policy(conn, thread),
-        now=now,
+        message=report,
         requesting_user=f"thread:{thread.id}",
-        max_attempts=max_attempts,
+        policy=await _parent_policy(conn, thread),
         idempotency_key=f"child-done:{child_run_id}",
         # The report opens the parent's turn as a message that keeps its mark.
         checkpoint=Checkpoint(messages=[Message(role=Role.USER, content=report, untrusted=True)])
         if result.untrusted
         else None,
     )
+    run, _ = await enqueue_run(conn, parent, wake, now=now, max_attempts=max_attempts)
     return run.id
 
 
-async def _wake_policy(conn: AsyncConnection, child: ThreadRecord) -> Policy:
-    """The `wake` profile, tightened by the policy of the parent run that spawned the child
-    (or, spawned over the API, the parent's trigger's policy on that thread)."""
+async def _parent_policy(conn: AsyncConnection, child: ThreadRecord) -> dict[str, Any] | None:
+    """The request layer of a wake-up run, which keeps it no looser than the parent: the policy
+    of the parent run that spawned the child (or, spawned over the API, the parent's trigger's
+    policy on the parent's thread)."""
     assert child.parent_id is not None
-    parent = await thread_store.get_thread(conn, child.parent_id)
-    agent = await agent_store.get_agent(conn, child.agent_id)
-    layers = {
-        "agent": agent.policy if agent else None,
-        "thread": parent.metadata.get("policy") if parent else None,
-    }
     parent_run_id = child.metadata.get("parent_run_id")
     parent_run = await run_store.get_run(conn, parent_run_id) if parent_run_id else None
     if parent_run is not None:
-        parents = parent_run.policy
-    else:
-        trigger = Trigger(child.metadata.get("parent_trigger", Trigger.API.value))
-        parents = await resolve_run_policy(conn, trigger, **layers)
-    return await resolve_run_policy(
-        conn, Trigger.WAKE, **layers, request=parents.model_dump(mode="json")
-    )
+        return parent_run.policy.model_dump(mode="json")
+    trigger = Trigger(child.metadata.get("parent_trigger", Trigger.API.value))
+    return await caller_request(conn, child.parent_id, trigger)

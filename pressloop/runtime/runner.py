@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pressloop.actions.executor import Executor
 from pressloop.actions.registry import ActionServices, Registry
-from pressloop.actions.wordpress.site_context import CHANGES_CONTEXT, SiteContextCache
+from pressloop.actions.site_context_port import SiteContextSource
+from pressloop.clock import Monotonic, Now, utc_now
 from pressloop.config import Settings
 from pressloop.contracts import (
     DecisionProtocol,
@@ -41,9 +43,7 @@ from pressloop.runtime.budget_gate import RunBudget
 from pressloop.runtime.budgets import site_subject
 from pressloop.runtime.bus import EventBus
 from pressloop.runtime.cancel_watch import CancelWatch
-from pressloop.runtime.clock import Now, utc_now
 from pressloop.runtime.commits import Committer
-from pressloop.runtime.context import KILL_SWITCH_SETTING as KILL_SWITCH_SETTING
 from pressloop.runtime.context import RunContext, load_contexts
 from pressloop.runtime.interrupt import (
     ActionsInFlight,
@@ -54,12 +54,9 @@ from pressloop.runtime.interrupt import (
 from pressloop.runtime.kill_switch import SwitchedOff
 from pressloop.runtime.leases import LeaseKeeper
 from pressloop.runtime.ledger import SessionLedger
-from pressloop.runtime.memory import StoreMemory
-from pressloop.runtime.outcome import HEARTBEAT_OK as HEARTBEAT_OK
 from pressloop.runtime.outcome import minus, outcome
 from pressloop.runtime.reports import after_finish
 from pressloop.runtime.session import RunSession
-from pressloop.runtime.spawn import Spawner
 from pressloop.runtime.usage_buffer import UsageBuffer
 from pressloop.store import claims as claim_store
 from pressloop.store import runs as run_store
@@ -78,14 +75,18 @@ class Runner:
     bus: EventBus
     provider: Callable[[], Provider]
     owner: str
-    now: Now = utc_now
-    rand: Callable[[], float] = random.random
-    services: ActionServices = field(default_factory=ActionServices)
-    history_limit: int = 60
+    # What the actions use (`runtime/wiring.py`), complete: the runner adds nothing.
+    services: ActionServices
+    # The SITE_CONTEXT of every prompt, from the configured site's pack (None: no site).
+    site_context: SiteContextSource | None = None
     # Told about runs this runner queued (a woken parent), so a worker can start them at once.
     on_queued: Callable[[str], None] | None = None
-    sessions: dict[str, RunSession] = field(default_factory=dict)
-    site_context: SiteContextCache = field(default_factory=SiteContextCache)
+    now: Now = utc_now
+    monotonic: Monotonic = time.monotonic
+    rand: Callable[[], float] = random.random
+    history_limit: int = 60
+    # The runs this process runs now, by id.
+    sessions: dict[str, RunSession] = field(default_factory=dict, init=False)
     usage: UsageBuffer = field(init=False)
     committer: Committer = field(init=False)
     leases: LeaseKeeper = field(init=False)
@@ -95,11 +96,15 @@ class Runner:
     _contexts: dict[str, RunContext] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
-        self.usage = UsageBuffer(self.database, interval_s=self.settings.usage_flush_s)
+        self.usage = UsageBuffer(
+            self.database, interval_s=self.settings.usage_flush_s, monotonic=self.monotonic
+        )
         self.committer = Committer(
             self.database, self.bus, now=self.now, lease_ttl_s=self.settings.lease_ttl_s
         )
-        self.leases = LeaseKeeper(self.sessions, renew_s=self.settings.lease_renew_s)
+        self.leases = LeaseKeeper(
+            self.sessions, renew_s=self.settings.lease_renew_s, monotonic=self.monotonic
+        )
         self.cancels = CancelWatch(self.database, self.sessions, poll_s=self.settings.cancel_poll_s)
 
     async def claim_many(self, limit: int) -> list[Claim]:
@@ -196,6 +201,7 @@ class Runner:
             committer=self.committer,
             now=self.now,
             last_seq=claim.last_seq,
+            monotonic=self.monotonic,
         )
         self.sessions[run.id] = session
         self.leases.watch()
@@ -255,6 +261,10 @@ class Runner:
         except Exception:
             log.warning("run %s: not handed back; its lease will expire", session.run_id)
 
+    def runs_here(self, run_id: str) -> bool:
+        """Whether this process runs `run_id` now (its events reach this process's bus)."""
+        return run_id in self.sessions
+
     def signal_cancel(self, run_id: str) -> None:
         """A person asked to stop a run: if this process runs it, stop its turn now (other
         processes learn it from the database: `CancelWatch`, and every commit)."""
@@ -293,7 +303,7 @@ class Runner:
         if result is not None:
             return result
         return await cancelled_turn(
-            run, session, parts, registry=self.registry, services=self.services_for(run)
+            run, session, parts, registry=self.registry, services=self.services
         )
 
     async def _turn(
@@ -320,8 +330,8 @@ class Runner:
         deps = self._deps(run, context, provider, session)
         parts.deps = deps
         parts.actions = deps.actions = ActionsInFlight(deps.actions)
-        if self.services.wordpress is not None:
-            deps.prompt.site_context = await self.site_context.text(self.services.wordpress)
+        if self.site_context is not None:
+            deps.prompt.site_context = await self.site_context.text()
         request = TurnRequest(
             thread_id=run.thread_id,
             run_id=run.id,
@@ -362,30 +372,26 @@ class Runner:
         )
 
     def _executor(self, run: RunRecord, session: RunSession) -> Executor:
-        services = self.services_for(run)
         return Executor(
             self.registry,
-            services,
+            self.services,
             ledger=SessionLedger(session),
-            approvals=SessionApprovals(session, services, self.settings.approval_expiry_s),
+            approvals=SessionApprovals(session, self.services, self.settings.approval_expiry_s),
             budget=RunBudget(counting=self, run=run),  # actions, each call
         )
 
-    def services_for(self, run: RunRecord) -> ActionServices:
-        return ActionServices(
-            memory=self.services.memory or StoreMemory(self.database, self.now),
-            spawner=self.services.spawner
-            or Spawner(self.database, self.now, max_attempts=self.settings.max_attempts),
-            wordpress=self.services.wordpress,
-            extra=self.services.extra,
-        )
+    def _changed_site_context(self, result: TurnResult) -> bool:
+        """Whether an action that changes the SITE_CONTEXT succeeded in this turn."""
+        for step in result.steps:
+            spec = self.registry.get(step.action)
+            if spec and spec.changes_site_context and step.status is StepStatus.SUCCEEDED:
+                return True
+        return False
 
     async def _finish(self, run: RunRecord, session: RunSession, result: TurnResult) -> RunRecord:
         now = self.now()
-        if any(
-            s.action in CHANGES_CONTEXT and s.status is StepStatus.SUCCEEDED for s in result.steps
-        ):
-            self.site_context.clear()
+        if self.site_context is not None and self._changed_site_context(result):
+            self.site_context.invalidate()
         end = outcome(
             run, result, session.last_checkpoint, settings=self.settings, now=now, rand=self.rand
         )

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pressloop.actions.registry import ActionSpec, Registry
-from pressloop.actions.web import fetch_options
+from pressloop.clock import Now, utc_now
 from pressloop.config import Settings
 from pressloop.contracts import (
     Multitask,
@@ -34,18 +34,18 @@ from pressloop.runtime.approvals import Approvals
 from pressloop.runtime.budget_gate import refuse_new_turn
 from pressloop.runtime.budgets import check_cooldown
 from pressloop.runtime.bus import EventBus
-from pressloop.runtime.clock import Now, utc_now
+from pressloop.runtime.enqueue import RunRequest, enqueue_run
+from pressloop.runtime.heartbeat_runs import Scheduler
+from pressloop.runtime.heartbeat_schedules import Schedules
 from pressloop.runtime.kill_switch import refuse_if_disabled
 from pressloop.runtime.outcome import cancelled_transcript
+from pressloop.runtime.overview_reads import OverviewReads
 from pressloop.runtime.runner import Runner
-from pressloop.runtime.scheduler import Scheduler
-from pressloop.runtime.schedules import Schedules
-from pressloop.runtime.service_reads import RESTING as RESTING
+from pressloop.runtime.service_admin import ServiceAdmin
 from pressloop.runtime.service_reads import ServiceReads
-from pressloop.runtime.site_policies import resolve_run_policy
 from pressloop.runtime.spawn import Spawned, Spawner
 from pressloop.runtime.undo import Undo
-from pressloop.runtime.wiring import cached_provider, default_actions
+from pressloop.runtime.wiring import cached_provider, default_actions, wire_actions
 from pressloop.runtime.worker import Worker
 from pressloop.store import agents as agent_store
 from pressloop.store import claims as claim_store
@@ -73,7 +73,7 @@ class Submission:
     started: asyncio.Task[RunRecord | None] | None = None
 
 
-class Service(ServiceReads):
+class Service(ServiceReads, OverviewReads, ServiceAdmin):
     def __init__(
         self,
         *,
@@ -93,6 +93,8 @@ class Service(ServiceReads):
             if actions is not None
             else default_actions(settings.action_packs, wordpress=bool(settings.wp_url))
         )
+        # The actions' services and the site's pack, from Settings (closed with the service).
+        self.wiring = wire_actions(settings, database, now)
         self.runner = Runner(
             database=database,
             settings=settings,
@@ -100,6 +102,9 @@ class Service(ServiceReads):
             bus=self.bus,
             provider=provider,
             owner=owner or default_owner(),
+            services=self.wiring.services,
+            site_context=self.wiring.site_context,
+            on_queued=self._queued,
             now=now,
         )
         self._provider = provider
@@ -112,13 +117,7 @@ class Service(ServiceReads):
         self.schedules = Schedules(database, now)
         self.approvals = Approvals(database, now, self.registry)
         self.spawner = Spawner(database, now, max_attempts=settings.max_attempts)
-        self.runner.on_queued = self._queued
-        if settings.wp_url and self.runner.services.wordpress is None:
-            from pressloop.actions.wordpress.client import WordPressClient
-
-            self.runner.services.wordpress = WordPressClient.from_settings(settings)
-        self.runner.services.extra.update(fetch_options(settings))  # web_fetch, upload_media
-        self.undoer = Undo(database, self.registry, self.runner.services, now)
+        self.undoer = Undo(database, self.registry, self.wiring.services, now)
 
     @classmethod
     async def open(
@@ -166,7 +165,7 @@ class Service(ServiceReads):
 
         def wake(run_id: str) -> None:
             # A run running here publishes its events on the bus already.
-            if run_id not in self.runner.sessions:
+            if not self.runner.runs_here(run_id):
                 self.bus.notify(run_id)
 
         listener = Listener(self.settings.resolved_database_url(), wake)
@@ -205,8 +204,7 @@ class Service(ServiceReads):
         close = getattr(self._provider, "aclose", None)
         if close is not None:
             await close()
-        if self.runner.services.wordpress is not None:
-            await self.runner.services.wordpress.aclose()
+        await self.wiring.aclose()
         await self.database.close()
 
     # Threads ---------------------------------------------------------------------------------
@@ -266,7 +264,6 @@ class Service(ServiceReads):
             thread = await thread_store.get_thread(conn, thread_id)
             if thread is None:
                 raise NotFound(f"thread {thread_id!r} does not exist")
-            agent = await agent_store.get_agent(conn, thread.agent_id)
             if idempotency_key is None or not await run_store.find_by_key(
                 conn, thread_id, idempotency_key
             ):
@@ -283,32 +280,21 @@ class Service(ServiceReads):
                         conn, active.id, now=now, ended=cancelled_transcript
                     )
                     interrupted = active.id
-            resolved = await resolve_run_policy(
-                conn,
-                trigger,
-                agent=agent.policy if agent else None,
-                thread=thread.metadata.get("policy"),
-                request=policy,
-            )
-            run, created = await run_store.create_run(
-                conn,
-                thread_id=thread_id,
-                agent_id=thread.agent_id,
+            request = RunRequest(
                 trigger=trigger,
-                input=message,
-                policy=resolved,
-                now=now,
+                message=message,
                 requesting_user=user,
                 execution_user=user,
-                multitask=multitask.value,
-                max_attempts=self.settings.max_attempts,
+                policy=policy,
                 idempotency_key=idempotency_key,
+                multitask=multitask,
+            )
+            run, created = await enqueue_run(
+                conn, thread, request, now=now, max_attempts=self.settings.max_attempts
             )
             claim = None
-            if created:
-                await thread_store.touch_thread(conn, thread_id, now=now)
-                if start_here:
-                    claim = await self.runner.claim_in(conn, run.id)
+            if created and start_here:
+                claim = await self.runner.claim_in(conn, run.id)
         if interrupted is not None:
             self.runner.signal_cancel(interrupted)  # stops now if it runs here (else: CancelWatch)
         started = None
@@ -373,7 +359,7 @@ class Service(ServiceReads):
     async def run_now(self, run_id: str) -> RunRecord | None:
         """Claim this run here and run it, if it is runnable now (else a worker will)."""
         claim = await self.runner.claim(run_id)
-        if claim is None and run_id in self.runner.sessions:
+        if claim is None and self.runner.runs_here(run_id):
             return None  # this process's worker took it first
         if claim is None:
             # Perhaps a crashed process still holds the thread: free expired leases, try again.
@@ -411,7 +397,7 @@ class Service(ServiceReads):
         return run
 
     async def requeue(self, run_id: str) -> RunRecord:
-        run = await self.run(run_id)
+        run = await self.get_run(run_id)
         if run.status not in (RunStatus.DEAD, RunStatus.FAILED, RunStatus.TIMED_OUT):
             raise Conflict(
                 f"run {run_id} is {run.status.value}; only dead, failed or timed-out "
@@ -431,3 +417,8 @@ class Service(ServiceReads):
             raise InvalidRequest(f"role must be one of {', '.join(token_store.ROLES)}")
         async with self.database.write() as conn:
             return await token_store.create_token(conn, name=name, role=role, now=self.now())
+
+    async def flush_usage(self) -> None:
+        """Write this process's buffered usage counters now (the runner writes them at most once
+        a second), so `usage()` read next includes every turn that ran here."""
+        await self.runner.usage.flush()

@@ -8,25 +8,24 @@ attributes they use.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from datetime import timedelta
 from typing import Any
 
-import sqlalchemy as sa
-
+from pressloop.clock import Now
 from pressloop.config import Settings
-from pressloop.contracts import FINAL_RUN_STATUSES, Event, EventType, RunStatus
+from pressloop.contracts import FINAL_RUN_STATUSES, Event, EventType, RunStatus, Trigger
 from pressloop.errors import NotFound
 from pressloop.runtime.bus import EventBus
-from pressloop.runtime.clock import Now
 from pressloop.runtime.runner import Runner
+from pressloop.runtime.site_policies import caller_request
 from pressloop.store import events as event_store
 from pressloop.store import ledger as ledger_store
 from pressloop.store import runs as run_store
 from pressloop.store import threads as thread_store
 from pressloop.store import tokens as token_store
 from pressloop.store import usage as usage_store
-from pressloop.store.db import Database
+from pressloop.store.db import Database, ping
 from pressloop.store.ledger import LedgerEntry
 from pressloop.store.records import RunRecord, ThreadRecord, TokenRecord
 
@@ -67,16 +66,24 @@ class ServiceReads:
 
     async def ledger(self, run_id: str) -> list[LedgerEntry]:
         """The run's write and destructive steps: intent, outcome, snapshot, undo state."""
-        await self.run(run_id)
+        await self.get_run(run_id)
         async with self.database.read() as conn:
             return await ledger_store.list_entries(conn, run_id)
 
-    async def run(self, run_id: str) -> RunRecord:
+    async def get_run(self, run_id: str) -> RunRecord:
         async with self.database.read() as conn:
             run = await run_store.get_run(conn, run_id)
         if run is None:
             raise NotFound(f"run {run_id!r} does not exist")
         return run
+
+    async def caller_policy(
+        self, thread_id: str, caller: Trigger, request: Mapping[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """The request policy layer for a run that `caller` asks for under another trigger: no
+        looser than `caller`'s own policy on the thread (`site_policies.caller_request`)."""
+        async with self.database.read() as conn:
+            return await caller_request(conn, thread_id, caller, request)
 
     async def list_runs(
         self, *, thread_id: str | None = None, status: RunStatus | None = None, limit: int = 50
@@ -89,7 +96,7 @@ class ServiceReads:
         deadline = asyncio.get_running_loop().time() + (timeout_s or self.settings.wait_timeout_s)
         subscription = self.bus.subscribe(run_id)
         try:
-            run = await self.run(run_id)
+            run = await self.get_run(run_id)
             while True:
                 left = deadline - asyncio.get_running_loop().time()
                 if run.status in RESTING or left <= 0:
@@ -100,12 +107,12 @@ class ServiceReads:
                     taken = subscription.take()
                     if not any(e.type is EventType.RUN_FINISHED for e in taken):
                         continue
-                run = await self.run(run_id)
+                run = await self.get_run(run_id)
         finally:
             self.bus.unsubscribe(run_id, subscription)
 
     async def events(self, run_id: str, *, after: int = 0, limit: int = 1000) -> list[Event]:
-        await self.run(run_id)
+        await self.get_run(run_id)
         async with self.database.read() as conn:
             return await event_store.list_events(conn, run_id, after_seq=after, limit=limit)
 
@@ -134,7 +141,7 @@ class ServiceReads:
                 if read_database and len(batch) >= EVENT_PAGE:
                     continue  # more is stored than one page: read on before waiting
                 if read_database and not batch:
-                    run = await self.run(run_id)
+                    run = await self.get_run(run_id)
                     if run.status in RESTING and not await self._stored_events(run_id, after=seen):
                         return
                 read_database = not await subscription.wait(self._poll_s(run_id))
@@ -148,7 +155,7 @@ class ServiceReads:
         runner wakes its readers when it lets the run go: the database poll is only a safety net
         then. A run queued, or running in another process, is polled for.
         """
-        if run_id in self.runner.sessions:
+        if self.runner.runs_here(run_id):
             return self.settings.event_poll_s * LOCAL_POLL_FACTOR
         return self.settings.event_poll_s
 
@@ -166,8 +173,9 @@ class ServiceReads:
             return await token_store.list_tokens(conn)
 
     async def usage(self, *, days: int = 30, scope: str | None = None) -> list[dict[str, Any]]:
-        """Daily usage rows of the last `days` days (today included), oldest first."""
-        await self.runner.usage.flush()
+        """Daily usage rows of the last `days` days (today included), oldest first, as stored:
+        the turns of this process since its last flush are not in them (`Service.flush_usage`).
+        """
         since = (self.now().date() - timedelta(days=max(1, days) - 1)).isoformat()
         async with self.database.read() as conn:
             return await usage_store.list_usage(conn, since_day=since, scope=scope)
@@ -175,4 +183,4 @@ class ServiceReads:
     async def check_database(self) -> None:
         """Raise if the database cannot answer a trivial query (health checks)."""
         async with self.database.read() as conn:
-            await conn.execute(sa.select(1))
+            await ping(conn)

@@ -1,12 +1,13 @@
 """One claimed run's link to the database: numbered events, checkpoints, lease renewal, finish.
 
-The session keeps what its run has to write (events, the newest checkpoint, operations such as
-ledger entries, the finish) and hands it to the process's committer (`runtime/commits.py`),
-which writes it together with other runs' in one transaction. Every write renews the lease and
-checks the fencing token; a worker that lost its lease finds out at its next write and stops: it
-can never commit for a run another worker took over. Events and checkpoints do not wait for
-their commit; operations and the finish do, and they are written after every event and
-checkpoint queued before them.
+The session puts what its run has to write (events, the newest checkpoint, operations such as
+ledger entries, the finish) in the run's outbox and marks it for the process's committer
+(`runtime/commits.py`), which writes it together with other runs' in one transaction and answers
+through futures: an operation's value, and each batch's outcome (a failure, a cancel asked).
+Every write renews the lease and checks the fencing token; a worker that lost its lease finds out
+at its next write and stops: it can never commit for a run another worker took over. Events and
+checkpoints do not wait for their commit; operations and the finish do, and they are written
+after every event and checkpoint queued before them.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pressloop.contracts import Checkpoint, Event, EventType
-from pressloop.runtime.clock import Now
-from pressloop.runtime.commits import Committer, Operation, Pending
+from pressloop.clock import Monotonic, Now
+from pressloop.contracts import Checkpoint, EventType
+from pressloop.runtime.commits import Committed, Committer, Operation, Outbox
 from pressloop.store.db import Database
 from pressloop.store.records import Claim
-from pressloop.store.run_writes import FinishWrite, RunWrite
+from pressloop.store.run_writes import FinishWrite
 
 log = logging.getLogger(__name__)
 
@@ -41,52 +42,51 @@ class RunSession:
         committer: Committer,
         now: Now,
         last_seq: int,
+        monotonic: Monotonic = time.monotonic,
     ) -> None:
         self.database = database
         self.claim = claim
         self.committer = committer
         self.now = now
-        self.seq = last_seq
+        self.monotonic = monotonic
         # When the lease was last renewed (monotonic): the claim, then every commit.
-        self.last_written = time.monotonic()
+        self.last_written = monotonic()
         self.cancel_requested = claim.run.cancel_requested
         # The task running the turn while it runs: a cancel request cancels it (the runner).
         self.turn: asyncio.Task[Any] | None = None
         self.last_checkpoint: Checkpoint | None = None
-        self.failure: BaseException | None = None
-        self._events: list[Event] = []
-        self._operations: list[tuple[Operation, asyncio.Future[Any]]] = []
-        self._checkpoint: dict[str, Any] | None = None
-        self._finish: FinishWrite | None = None
-        self._after_finish: tuple[Operation, asyncio.Future[Any]] | None = None
-        self._waiters: list[asyncio.Future[Any]] = []
+        self._outbox = Outbox(
+            run_id=claim.run.id, thread_id=claim.run.thread_id, token=claim.token, last_seq=last_seq
+        )
+        # The outcome of the batch that takes what is queued now (watched once).
+        self._next_commit: asyncio.Future[Committed] | None = None
         self._closed = False
 
     @property
     def run_id(self) -> str:
         return self.claim.run.id
 
+    @property
+    def seq(self) -> int:
+        """The run's newest event number."""
+        return self._outbox.seq
+
+    @property
+    def failure(self) -> BaseException | None:
+        """Why a write failed, if one did: after that the session writes nothing more."""
+        return self._outbox.failure
+
     async def emit(self, type_: EventType, data: dict[str, Any]) -> None:
         """Queue an event; it is committed with the next write (without waiting for it)."""
         self._raise_if_failed()
-        self.seq += 1
-        self._events.append(
-            Event(
-                run_id=self.run_id,
-                thread_id=self.claim.run.thread_id,
-                seq=self.seq,
-                type=type_,
-                ts=self.now(),
-                data=data,
-            )
-        )
+        self._outbox.add_event(type_, data, self.now())
         self._mark()
 
     async def write(self, operation: Callable[[AsyncConnection], Awaitable[T]]) -> T:
         """Commit `operation` (after every event emitted before it); return what it returned."""
         self._raise_if_failed()
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._operations.append((operation, future))
+        self._outbox.operations.append((operation, future))
         self._mark()
         return await future
 
@@ -100,7 +100,7 @@ class RunSession:
         or re-running a read.
         """
         self._raise_if_failed()
-        self._checkpoint = checkpoint.model_dump(mode="json")
+        self._outbox.checkpoint = checkpoint.model_dump(mode="json")
         self.last_checkpoint = checkpoint
         self._mark()
 
@@ -109,11 +109,11 @@ class RunSession:
         the commit; `after` runs in the same transaction and its value is returned."""
         self._raise_if_failed()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._finish = finish
+        self._outbox.finish = finish
         if after is not None:
-            self._after_finish = (after, future)
+            self._outbox.after_finish = (after, future)
         else:
-            self._waiters.append(future)
+            self._outbox.waiters.append(future)
         self._mark()
         return await future
 
@@ -121,7 +121,7 @@ class RunSession:
         """Renew the lease now (with whatever is pending) and wait for the commit."""
         self._raise_if_failed()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._waiters.append(future)
+        self._outbox.waiters.append(future)
         self._mark()
         await future
 
@@ -132,12 +132,11 @@ class RunSession:
 
     async def close(self) -> None:
         """Write what is left (a failed session writes nothing more); after that, nothing."""
-        if self.failure is None and (self._events or self._checkpoint is not None):
+        if self.failure is None and self._outbox.unsaved:
             with contextlib.suppress(Exception):
                 await self.renew()
         self._closed = True
-        # A renewal asked for after the run's last write would only find its lease gone.
-        self.committer.discard(self.run_id)
+        self.committer.forget(self.run_id)
 
     def request_cancel(self) -> None:
         """A person asked to stop the run: stop the turn now, whatever it awaits (a model
@@ -152,79 +151,15 @@ class RunSession:
             raise self.failure
 
     def _mark(self) -> None:
-        self.committer.mark(self.run_id, self._take)
+        committed = self.committer.mark(self._outbox)
+        if committed is not self._next_commit:
+            self._next_commit = committed
+            committed.add_done_callback(self._committed)
 
-    def _take(self) -> Pending:
-        """Hand everything pending to the committer (its batch starts now)."""
-        if len(self._events) > 1:
-            self._events = _coalesce_deltas(self._events)
-            self.seq = self._events[-1].seq
-        write = RunWrite(
-            run_id=self.run_id,
-            thread_id=self.claim.run.thread_id,
-            token=self.claim.token,
-            event_seq=self.seq,
-            events=self._events,
-            checkpoint=self._checkpoint,
-            finish=self._finish,
-        )
-        if write.finish is not None:
-            write.finish.values["event_seq"] = self.seq
-        pending = Pending(
-            write=write,
-            operations=self._operations,
-            after_finish=self._after_finish,
-            waiters=self._waiters,
-            on_done=self._done,
-        )
-        self._events, self._operations, self._waiters = [], [], []
-        self._checkpoint, self._finish, self._after_finish = None, None, None
-        return pending
-
-    def _done(self, error: BaseException | None, cancel: bool) -> None:
-        if error is None:
-            self.last_written = time.monotonic()
-            if cancel:  # asked in another process: learnt from this commit
+    def _committed(self, outcome: asyncio.Future[Committed]) -> None:
+        """A batch with this run's writes is over (its failure is the outbox's already)."""
+        committed = outcome.result()
+        if committed.error is None:
+            self.last_written = self.monotonic()
+            if committed.cancel_requested:  # asked in another process: learnt from this commit
                 self.request_cancel()
-            return
-        self.failure = error
-        # What was queued after the failed batch cannot be written either.
-        self.committer.discard(self.run_id)
-        futures = [f for _op, f in self._operations] + self._waiters
-        if self._after_finish is not None:
-            futures.append(self._after_finish[1])
-        self._events, self._operations, self._waiters = [], [], []
-        self._checkpoint, self._finish, self._after_finish = None, None, None
-        for future in futures:
-            if not future.done():
-                future.set_exception(error)
-
-
-def _coalesce_deltas(events: list[Event]) -> list[Event]:
-    """Merge text deltas that wait for the same commit, and number the events again.
-
-    A streamed answer emits one `message` delta per token; when the commits cannot keep up (many
-    streams at once) the deltas that piled up since the last commit become one event with the
-    same text, so the rows written and the frames sent shrink with the load instead of the
-    latency growing with it. An idle process commits each delta on its own.
-    """
-    merged: list[Event] = []
-    for event in events:
-        last = merged[-1] if merged else None
-        if last is not None and _is_delta(last) and _is_delta(event):
-            merged[-1] = last.model_copy(
-                update={"data": {"delta": last.data["delta"] + event.data["delta"]}}
-            )
-        else:
-            merged.append(event)
-    if len(merged) == len(events):
-        return events
-    first = events[0].seq
-    return [
-        e if e.seq == first + i else e.model_copy(update={"seq": first + i})
-        for i, e in enumerate(merged)
-    ]
-
-
-def _is_delta(event: Event) -> bool:
-    return event.type is EventType.MESSAGE and event.data.keys() == {"delta"}

@@ -12,23 +12,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pressloop.contracts import ActionContext, RunStatus, Trigger
+from pressloop.clock import Now
+from pressloop.contracts import ActionContext, Trigger
 from pressloop.errors import Conflict, InvalidRequest, NotFound
-from pressloop.runtime.clock import Now
-from pressloop.runtime.site_policies import resolve_run_policy
-from pressloop.store import agents as agent_store
+from pressloop.runtime.enqueue import RunRequest, enqueue_run
 from pressloop.store import runs as run_store
 from pressloop.store import threads as thread_store
 from pressloop.store.db import Database
 from pressloop.store.records import RunRecord, ThreadRecord
-from pressloop.store.schema import runs, threads
 
 MAX_DEPTH = 2
 MAX_LIVE_CHILDREN = 5
-LIVE = (RunStatus.QUEUED.value, RunStatus.RUNNING.value, RunStatus.WAITING_APPROVAL.value)
 
 
 @dataclass(kw_only=True)
@@ -39,15 +35,6 @@ class Spawned:
 
     def public(self) -> dict[str, Any]:
         return {"thread_id": self.thread.id, "run_id": self.run.id, "status": self.run.status}
-
-
-async def _live_children(conn: AsyncConnection, parent_id: str) -> int:
-    query = (
-        sa.select(sa.func.count(sa.distinct(threads.c.id)))
-        .select_from(threads.join(runs, runs.c.thread_id == threads.c.id))
-        .where(threads.c.parent_id == parent_id, runs.c.status.in_(LIVE))
-    )
-    return int((await conn.execute(query)).scalar_one())
 
 
 class Spawner:
@@ -88,12 +75,11 @@ class Spawner:
                     f"cannot spawn from thread {parent.id}: spawned agents may be at most "
                     f"{MAX_DEPTH} levels deep"
                 )
-            if await _live_children(conn, parent.id) >= MAX_LIVE_CHILDREN:
+            if await run_store.count_children_with_live_runs(conn, parent.id) >= MAX_LIVE_CHILDREN:
                 raise Conflict(
                     f"cannot spawn from thread {parent.id}: it already has "
                     f"{MAX_LIVE_CHILDREN} live children; wait for one to finish"
                 )
-            agent = await agent_store.get_agent(conn, parent.agent_id)
             child = await thread_store.create_thread(
                 conn,
                 agent_id=parent.agent_id,
@@ -108,21 +94,16 @@ class Spawner:
                     "parent_trigger": parent_trigger.value,
                 },
             )
-            run, _ = await run_store.create_run(
-                conn,
-                thread_id=child.id,
-                agent_id=child.agent_id,
+            # A new child thread has no policy of its own: the run gets the agent's `spawned`
+            # policy.
+            seed = RunRequest(
                 trigger=Trigger.SPAWNED,
-                input=message,
-                policy=await resolve_run_policy(
-                    conn, Trigger.SPAWNED, agent=agent.policy if agent else None
-                ),
-                now=now,
+                message=message,
                 requesting_user=user,
                 execution_user=user,
-                max_attempts=self.max_attempts,
                 idempotency_key=seed_key,
             )
+            run, _ = await enqueue_run(conn, child, seed, now=now, max_attempts=self.max_attempts)
         return Spawned(thread=child, run=run, created=True)
 
     async def spawn(
@@ -143,13 +124,10 @@ class Spawner:
 
 
 async def _spawned_by_key(conn: AsyncConnection, seed_key: str) -> Spawned | None:
-    row = (
-        await conn.execute(sa.select(runs.c.id).where(runs.c.idempotency_key == seed_key).limit(1))
-    ).one_or_none()
-    if row is None:
+    """The child an earlier spawn with this key made (its seed run carries the key)."""
+    run = await run_store.find_by_key_on_any_thread(conn, seed_key)
+    if run is None:
         return None
-    run = await run_store.get_run(conn, row[0])
-    assert run is not None
     thread = await thread_store.get_thread(conn, run.thread_id)
     assert thread is not None
     return Spawned(thread=thread, run=run, created=False)

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlalchemy as sa
-
 from pressloop.actions.registry import ActionServices, Registry
+from pressloop.clock import Now
 from pressloop.contracts import (
     FINAL_RUN_STATUSES,
     Event,
@@ -23,12 +22,11 @@ from pressloop.contracts import (
     Trigger,
 )
 from pressloop.errors import ActionError, Conflict, NotFound
-from pressloop.runtime.clock import Now
 from pressloop.runtime.site_policies import resolve_run_policy
 from pressloop.store import events as event_store
 from pressloop.store import ledger as ledger_store
+from pressloop.store import runs as run_store
 from pressloop.store.db import Database
-from pressloop.store.schema import runs
 
 
 class Undo:
@@ -42,10 +40,9 @@ class Undo:
 
     async def _run_status(self, run_id: str) -> RunStatus:
         async with self.database.read() as conn:
-            status = (
-                await conn.execute(sa.select(runs.c.status).where(runs.c.id == run_id))
-            ).scalar_one()
-        return RunStatus(status)
+            status = await run_store.run_status(conn, run_id)
+        assert status is not None  # a ledger entry's run exists (action_ledger.run_id)
+        return status
 
     async def undo(self, entry_id: int, *, by: str | None) -> dict[str, Any]:
         async with self.database.read() as conn:
@@ -74,14 +71,7 @@ class Undo:
             raise Conflict(f"undo of {spec.name} failed: {failure.message}") from failure
         async with self.database.write() as conn:
             await ledger_store.set_undo_state(conn, entry_id, "undone")
-            seq = (
-                await conn.execute(
-                    sa.update(runs)
-                    .where(runs.c.id == entry.run_id)
-                    .values(event_seq=runs.c.event_seq + 1)
-                    .returning(runs.c.event_seq)
-                )
-            ).scalar_one()
+            seq = await run_store.next_event_seq(conn, entry.run_id)
             await event_store.append_events(
                 conn,
                 [

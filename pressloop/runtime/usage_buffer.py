@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections import defaultdict
 
+from pressloop.clock import Monotonic
 from pressloop.contracts import Usage
 from pressloop.store import usage as usage_store
 from pressloop.store.db import Database
@@ -19,9 +20,12 @@ Key = tuple[str, str, str]  # day, scope, subject
 
 
 class UsageBuffer:
-    def __init__(self, database: Database, *, interval_s: float) -> None:
+    def __init__(
+        self, database: Database, *, interval_s: float, monotonic: Monotonic = time.monotonic
+    ) -> None:
         self.database = database
         self.interval_s = interval_s
+        self.monotonic = monotonic
         self._pending: dict[Key, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
         # What a flush is writing: not in `_pending` any more, not yet committed.
         self._flushing: dict[Key, list[int]] = {}
@@ -61,13 +65,13 @@ class UsageBuffer:
                 counters[i] += value
 
     async def flush_if_due(self) -> None:
-        if self._pending and time.monotonic() - self._flushed_at >= self.interval_s:
+        if self._pending and self.monotonic() - self._flushed_at >= self.interval_s:
             await self.flush()
 
     async def flush(self) -> None:
         async with self._lock:
             pending, self._pending = self._pending, defaultdict(lambda: [0, 0, 0, 0, 0, 0])
-            self._flushed_at = time.monotonic()
+            self._flushed_at = self.monotonic()
             if not pending:
                 return
             self._flushing = pending

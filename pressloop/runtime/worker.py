@@ -10,7 +10,7 @@ import asyncio
 import logging
 from typing import Any
 
-from pressloop.runtime.clock import Sleep, real_sleep
+from pressloop.clock import Sleep, real_sleep
 from pressloop.runtime.runner import Runner
 from pressloop.store import approvals as approval_store
 from pressloop.store import claims as claim_store

@@ -77,15 +77,10 @@ class ApprovalRecord:
             return None
         return "waiting"
 
-    def public(self) -> dict[str, Any]:
-        shown = {k: v for k, v in self.__dict__.items() if k != "step_outcome"}
-        summary = self.step_outcome.summary if self.step_outcome is not None else None
-        return shown | {
-            "run_params": self.run_params,
-            "asked_by": self.asked_by,
-            "step": self.step,
-            "step_summary": summary,
-        }
+    @property
+    def step_summary(self) -> str | None:
+        """What the step did, in a line (None: nothing yet)."""
+        return self.step_outcome.summary if self.step_outcome is not None else None
 
 
 def _record(row: sa.Row[Any]) -> ApprovalRecord:

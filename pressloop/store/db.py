@@ -17,7 +17,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
@@ -117,3 +117,8 @@ class Database:
 
     async def close(self) -> None:
         await self.engine.dispose()
+
+
+async def ping(conn: AsyncConnection) -> None:
+    """Ask the database a trivial question: raises if it cannot answer (health checks)."""
+    await conn.execute(select(1))

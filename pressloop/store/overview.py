@@ -74,13 +74,6 @@ async def child_counts(conn: AsyncConnection, thread_ids: Sequence[str]) -> dict
     return {str(parent): int(count) for parent, count in (await conn.execute(query)).all()}
 
 
-async def runs_of(conn: AsyncConnection, run_ids: Sequence[str]) -> dict[str, RunBrief]:
-    if not run_ids:
-        return {}
-    query = sa.select(*_BRIEF_COLUMNS).where(runs.c.id.in_(run_ids))
-    return {row.id: _brief(row) for row in (await conn.execute(query)).all()}
-
-
 async def runs_by_key_prefix(
     conn: AsyncConnection, prefix: str, *, limit: int = 10
 ) -> list[RunBrief]:

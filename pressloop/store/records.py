@@ -63,31 +63,6 @@ class RunRecord:
     finished_at: datetime | None
     updated_at: datetime
 
-    def public(self) -> dict[str, Any]:
-        """The run as the API shows it (the checkpoint stays internal)."""
-        return {
-            "id": self.id,
-            "thread_id": self.thread_id,
-            "agent_id": self.agent_id,
-            "trigger": self.trigger.value,
-            "status": self.status.value,
-            "input": self.input,
-            "requesting_user": self.requesting_user,
-            "attempt": self.attempt,
-            "max_attempts": self.max_attempts,
-            "not_before": self.not_before,
-            "lease_owner": self.lease_owner,
-            "lease_expires_at": self.lease_expires_at,
-            "idempotency_key": self.idempotency_key,
-            "multitask": self.multitask,
-            "result": self.result.model_dump(mode="json") if self.result else None,
-            "usage": self.usage.model_dump(),
-            "error": self.error.model_dump() if self.error else None,
-            "created_at": self.created_at,
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
-        }
-
 
 @dataclass(kw_only=True)
 class Claim:

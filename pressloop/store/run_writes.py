@@ -1,8 +1,8 @@
 """The writes of many claimed runs in one transaction (the runtime's group commit).
 
-Every run's share is fenced as `runs.fence` fences one run: its lease is renewed and its
-checkpoint stored only while its token still holds the run. A run whose lease was lost is left
-out of the answer and nothing of it is written; the other runs of the batch are not affected.
+Every run's share is fenced: its lease is renewed and its checkpoint stored only while its
+token still holds the run. A run whose lease was lost is left out of the answer and nothing of it
+is written; the other runs of the batch are not affected.
 With many runs, each statement is sent once for all of them (executemany), so the cost of a
 statement is shared by the batch.
 """

@@ -1,15 +1,16 @@
-"""Runs: create (idempotent), claim with a lease, fence every write, finish, retry, cancel.
+"""Runs: create (idempotent), read, finish, retry, cancel; claiming them is `store/claims.py`.
 
-Every function takes an open transaction. A claimed run is written only through `fence`, which
-renews the lease *and* checks the token in one UPDATE: a worker that lost its lease finds zero rows
-and stops (DESIGN.md section 8).
+Every function takes an open transaction. A claimed run is written only while its lease token
+still holds it: `finish_run` here and the runtime's group commit (`store/run_writes.py`) check the
+token in the same UPDATE that writes, so a worker that lost its lease finds zero rows and stops
+(DESIGN.md section 8).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -31,13 +32,16 @@ from pressloop.errors import LeaseLost
 from pressloop.store import threads as thread_store
 from pressloop.store.ids import new_id
 from pressloop.store.records import Claim, RunRecord
-from pressloop.store.schema import runs
+from pressloop.store.schema import runs, threads
 
 # Runs looked up per statement when a process looks for cancels (well under SQLite's limit of
 # bound parameters).
 _CANCEL_BATCH = 500
 # A thread is busy while one of its runs is running or paused on an approval.
 BUSY_STATUSES = (RunStatus.RUNNING.value, RunStatus.WAITING_APPROVAL.value)
+# A run is live until it ends: queued, running or paused on an approval.
+LIVE_STATUSES = (RunStatus.QUEUED.value, *BUSY_STATUSES)
+_FINAL_STATUSES = [status.value for status in FINAL_RUN_STATUSES]
 
 
 def to_record(row: sa.Row[Any]) -> RunRecord:
@@ -151,6 +155,70 @@ async def find_by_key(conn: AsyncConnection, thread_id: str, key: str) -> RunRec
     return to_record(row) if row else None
 
 
+async def find_by_key_on_any_thread(conn: AsyncConnection, key: str) -> RunRecord | None:
+    """A run with this idempotency key on whichever thread (a spawned child's seed run, whose
+    thread is not known before it is found)."""
+    query = sa.select(runs).where(runs.c.idempotency_key == key).limit(1)
+    row = (await conn.execute(query)).one_or_none()
+    return to_record(row) if row else None
+
+
+async def run_status(conn: AsyncConnection, run_id: str, *, lock: bool = False) -> RunStatus | None:
+    """The run's status (None: no such run). `lock`: keep the run's row locked until the
+    transaction ends (PostgreSQL; SQLite serialises writers anyway)."""
+    query = sa.select(runs.c.status).where(runs.c.id == run_id)
+    if lock:
+        query = query.with_for_update()
+    status = (await conn.execute(query)).scalar_one_or_none()
+    return RunStatus(status) if status is not None else None
+
+
+async def ended_runs(conn: AsyncConnection, thread_id: str, *, trigger: Trigger) -> list[RunRecord]:
+    """The thread's runs of `trigger` that have ended (a final status)."""
+    query = sa.select(runs).where(
+        runs.c.thread_id == thread_id,
+        runs.c.trigger == trigger.value,
+        runs.c.status.in_(_FINAL_STATUSES),
+    )
+    return [to_record(row) for row in (await conn.execute(query)).all()]
+
+
+async def count_children_with_live_runs(conn: AsyncConnection, parent_thread_id: str) -> int:
+    """How many child threads of this thread have a live run (spawned agents still at work)."""
+    query = (
+        sa.select(sa.func.count(sa.distinct(threads.c.id)))
+        .select_from(threads.join(runs, runs.c.thread_id == threads.c.id))
+        .where(threads.c.parent_id == parent_thread_id, runs.c.status.in_(LIVE_STATUSES))
+    )
+    return int((await conn.execute(query)).scalar_one())
+
+
+async def last_run_created_at(
+    conn: AsyncConnection, *, requesting_user: str, triggers: Sequence[str]
+) -> datetime | None:
+    """When `requesting_user` last asked for a run of one of `triggers` (None: never)."""
+    query = sa.select(sa.func.max(runs.c.created_at)).where(
+        runs.c.requesting_user == requesting_user, runs.c.trigger.in_(list(triggers))
+    )
+    last: datetime | None = (await conn.execute(query)).scalar_one()
+    if last is not None and last.tzinfo is None:
+        # SQLite's max() gives the stored value back without its type (and its zone).
+        last = last.replace(tzinfo=UTC)
+    return last
+
+
+async def next_event_seq(conn: AsyncConnection, run_id: str) -> int:
+    """Take the run's next event number outside a lease (an event added to a run that has
+    ended, such as an undo); the row's lock orders it with any other writer."""
+    query = (
+        sa.update(runs)
+        .where(runs.c.id == run_id)
+        .values(event_seq=runs.c.event_seq + 1)
+        .returning(runs.c.event_seq)
+    )
+    return int((await conn.execute(query)).scalar_one())
+
+
 async def list_runs(
     conn: AsyncConnection,
     *,
@@ -186,45 +254,6 @@ async def pending_run(conn: AsyncConnection, thread_id: str, trigger: Trigger) -
         )
     ).one_or_none()
     return to_record(row) if row else None
-
-
-async def fence(
-    conn: AsyncConnection,
-    claim: Claim,
-    *,
-    now: datetime,
-    ttl_s: float,
-    checkpoint: dict[str, Any] | None = None,
-    event_seq: int | None = None,
-) -> bool:
-    """Renew the lease (and store `checkpoint`) if this claim still holds it; raise LeaseLost
-    otherwise. One statement does both, so a checkpoint is never written without its fence.
-
-    Returns whether a person asked to cancel the run, so the runner learns it at a safe point.
-    """
-    values: dict[str, Any] = {
-        "lease_expires_at": now + timedelta(seconds=ttl_s),
-        "updated_at": now,
-    }
-    if checkpoint is not None:
-        values["checkpoint"] = checkpoint
-    if event_seq is not None:
-        values["event_seq"] = event_seq
-    row = (
-        await conn.execute(
-            sa.update(runs)
-            .where(
-                runs.c.id == claim.run.id,
-                runs.c.lease_token == claim.token,
-                runs.c.status == RunStatus.RUNNING.value,
-            )
-            .values(**values)
-            .returning(runs.c.cancel_requested)
-        )
-    ).one_or_none()
-    if row is None:
-        raise LeaseLost(f"run {claim.run.id}: the lease (token {claim.token}) is no longer ours")
-    return bool(row[0])
 
 
 def finish_values(

@@ -32,9 +32,6 @@ class ScheduleRecord:
     created_at: datetime
     updated_at: datetime
 
-    def public(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
 
 def _record(row: sa.Row[Any]) -> ScheduleRecord:
     return ScheduleRecord(**dict(row._mapping))

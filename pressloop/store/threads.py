@@ -138,6 +138,14 @@ async def append_messages(
     await append_message_rows(conn, message_rows(thread_id, items, now=now, run_id=run_id))
 
 
+async def has_message_of_run(conn: AsyncConnection, thread_id: str, run_id: str) -> bool:
+    """Whether the thread holds a message stored for this run (e.g. a child's report)."""
+    query = sa.select(messages.c.id).where(
+        messages.c.thread_id == thread_id, messages.c.run_id == run_id
+    )
+    return (await conn.execute(query.limit(1))).first() is not None
+
+
 def _message(r: sa.Row[Any]) -> Message:
     return Message(
         role=Role(r.role),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -61,3 +62,19 @@ async def list_usage(
     if scope is not None:
         query = query.where(usage_daily.c.scope == scope)
     return [dict(r._mapping) for r in (await conn.execute(query)).all()]
+
+
+async def usage_on_day(
+    conn: AsyncConnection, *, day: str, subjects: Sequence[tuple[str, str]]
+) -> list[dict[str, Any]]:
+    """The day's counter rows of these (scope, subject) pairs, in one query."""
+    query = sa.select(usage_daily).where(
+        usage_daily.c.day == day,
+        sa.or_(
+            *(
+                sa.and_(usage_daily.c.scope == scope, usage_daily.c.subject == subject)
+                for scope, subject in subjects
+            )
+        ),
+    )
+    return [dict(row._mapping) for row in (await conn.execute(query)).all()]

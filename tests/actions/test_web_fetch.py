@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from pressloop.actions.executor import Executor
+from pressloop.actions.outbound import FetchOptions
 from pressloop.actions.registry import ActionServices, Registry
 from pressloop.actions.web import WEB_ACTIONS, page_text
 from pressloop.contracts import ActionCall, ActionContext, Policy, StepStatus, Trigger
@@ -48,7 +49,7 @@ def server() -> Iterator[str]:
 async def fetch(url: str, *, allow_private: bool) -> object:
     executor = Executor(
         Registry(WEB_ACTIONS),
-        ActionServices(extra={"web_fetch_allow_private": allow_private}),
+        ActionServices(web=FetchOptions(allow_private=allow_private)),
     )
     context = ActionContext(
         run_id="r", thread_id="t", trigger=Trigger.CHAT, step_index=0, policy=Policy()

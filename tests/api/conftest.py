@@ -1,9 +1,10 @@
 """The real app over a real Service (SQLite and PostgreSQL), reached in-process or over HTTP.
 
 `make_api(script)` builds a Service with a scripted model, three API tokens (admin, operator,
-viewer) and the FastAPI app; `server=True` serves it with a real uvicorn on 127.0.0.1 (needed for
-SSE: httpx's in-process transport does not stream). Script items with `delay_s` block until the
-test opens `api.gate`, so a test can hold a run in the middle deterministically.
+viewer) and the app `pressloop serve` serves (the API with the UI mounted); `server=True` serves
+it with a real uvicorn on 127.0.0.1 (needed for SSE: httpx's in-process transport does not
+stream). Script items with `delay_s` block until the test opens `api.gate`, so a test can hold a
+run in the middle deterministically.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pressloop.api import create_app
 from pressloop.config import Settings
 from pressloop.providers.scripted import ScriptedProvider
 from pressloop.runtime.service import Service
+from pressloop.ui import mount_ui
 from tests.conftest import FakeClock
 
 ROLES = ("admin", "operator", "viewer")
@@ -170,8 +172,10 @@ async def make_api(
         tokens = {}
         for role in ROLES:
             _record, tokens[role] = await service.create_token(name=f"{role}-user", role=role)
-        app = create_app(
-            service, run_worker=run_worker, sse_ping_s=sse_ping_s, max_body_bytes=max_body_bytes
+        app = mount_ui(
+            create_app(
+                service, run_worker=run_worker, sse_ping_s=sse_ping_s, max_body_bytes=max_body_bytes
+            )
         )
         if server:
             uvicorn_server, task, port = await _serve(app)

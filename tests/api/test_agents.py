@@ -24,7 +24,7 @@ async def test_agent_files_and_policy_shape_the_next_turns(make_api: ApiFactory)
             f"/v1/threads/{thread_id}/runs", json={"message": "hi"}, headers=api.auth()
         )
     ).json()
-    run = await api.service.run(body["run"]["id"])
+    run = await api.service.get_run(body["run"]["id"])
     assert run.policy.max_rounds == 2 and run.policy.destructive.value == "deny"
     system = api.scripted.requests[0].system
     assert "Answer in French." in system and "## SOUL.md\nPatient and precise." in system

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from tests.api.conftest import Api, ApiFactory
-from tests.runtime.test_approvals import Users, delete
 from tests.security.access_helpers import sign_in, ui_cookie
 from tests.security.test_headers_and_docs import assert_same_origin_page
+from tests.support.actions import Users, delete
 
 
 async def with_users(make_api: ApiFactory, script: list[dict[str, Any]]) -> tuple[Api, Users]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pressloop.api.sse import PARKED_RETRY_MS
 from tests.api.conftest import ApiFactory, events_only, read_frames
-from tests.runtime.test_approvals import Users, delete
+from tests.support.actions import Users, delete
 
 
 async def test_a_destructive_request_waits_for_approval_over_http(make_api: ApiFactory) -> None:

@@ -38,4 +38,4 @@ async def test_a_process_that_runs_no_turn_leaves_it_queued_for_the_workers(
     run_id = posted.json()["run"]["id"]
     assert posted.status_code == 202 and posted.json()["run"]["status"] == "queued"
     assert run_id not in api.service.runner.sessions
-    assert (await api.service.run(run_id)).status.value == "queued"
+    assert (await api.service.get_run(run_id)).status.value == "queued"

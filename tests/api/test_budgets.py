@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.api.conftest import Api, ApiFactory
-from tests.runtime.test_approvals import Users
+from tests.support.actions import Users
 
 
 def remember(*contents: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.api.conftest import Api, ApiFactory
-from tests.fixtures.down_site import down_site
+from tests.support.down_site import down_site
 
 FAST_RETRIES: dict[str, Any] = {
     "max_attempts": 2,

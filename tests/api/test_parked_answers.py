@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
 from pressloop.contracts import ActionContext, Risk
 from tests.api.conftest import Api, ApiFactory
-from tests.runtime.test_approvals import Users
+from tests.support.actions import Users, action
 
 
 class TaglineParams(BaseModel):
@@ -29,12 +29,12 @@ class Settings:
         return ActionResult(content={"tagline": p.tagline}, summary="tagline changed")
 
     def spec(self) -> ActionSpec:
-        return ActionSpec(
-            name="update_settings",
-            description="Change site settings.",
-            params=TaglineParams,
+        return action(
+            "update_settings",
+            self.update,
             risk=Risk.DESTRUCTIVE,
-            handler=self.update,
+            params=TaglineParams,
+            description="Change site settings.",
         )
 
 

@@ -237,7 +237,7 @@ async def test_a_request_policy_only_tightens(make_api: ApiFactory) -> None:
         headers=api.auth(),
     )
     assert response.status_code == 200
-    run = await api.service.run(response.json()["run"]["id"])
+    run = await api.service.get_run(response.json()["run"]["id"])
     assert run.policy.max_rounds == 2 and run.policy.write.value == "deny"
     bad = await api.client.post(
         f"/v1/threads/{thread_id}/runs",

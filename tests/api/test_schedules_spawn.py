@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pressloop.runtime.scheduler import Scheduler
+from pressloop.runtime.heartbeat_runs import Scheduler
 from tests.api.conftest import ApiFactory
 from tests.conftest import FakeClock
 

@@ -21,26 +21,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import asyncpg
-import httpx
 import pytest
 import schemathesis
 import schemathesis.engine
 from schemathesis import BaseSchema
 from schemathesis.engine import Status, events
 
-from tests.cli.conftest import ISOLATED
 from tests.conftest import POSTGRES_ADMIN_URL
+from tests.support.serve import Serve, serve_env
 
 SEED = 20261201
 MAX_EXAMPLES = 8
@@ -67,32 +61,6 @@ LAST = ("update_settings", "revoke_token")
 SCRIPT = [{"text": "ok"}] * 5000
 
 
-@dataclass
-class Served:
-    url: str
-    token: str
-    log: Path
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_until_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        assert process.poll() is None, log.read_text()
-        try:
-            if httpx.get(f"{url}/healthz", trust_env=False, timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, log.read_text()
-        time.sleep(0.1)
-
-
 async def _postgres(sql: str) -> None:
     conn = await asyncpg.connect(POSTGRES_ADMIN_URL, timeout=10)
     try:
@@ -102,18 +70,13 @@ async def _postgres(sql: str) -> None:
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Served]:
+def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Serve]:
     """`pressloop serve` with the scripted model on loopback, on a fresh database."""
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT), encoding="utf-8")
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith("PRESSLOOP_") and k not in ISOLATED
-    }
-    env.update(
-        PRESSLOOP_DATA_DIR=str(tmp_path / "data"),
-        PRESSLOOP_PROVIDER="scripted",
-        PRESSLOOP_SCRIPT=str(script),
-        PRESSLOOP_COOLDOWN="0",
+    env = serve_env(
+        tmp_path / "data",
+        script,
         PRESSLOOP_WORKER_POLL="0.1",
         PRESSLOOP_EVENT_POLL="0.05",
         # A `mode: wait` request answers 202 after this, rather than waiting 15 minutes for a
@@ -122,7 +85,6 @@ def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Served]:
         # The schedules created here never beat during the run: each would start a run every
         # second, and the heartbeat is not part of the HTTP API (tests/runtime covers it).
         PRESSLOOP_SCHEDULER_POLL="3600",
-        PYTHONIOENCODING="utf-8",
     )
     database = None
     if request.param == "postgres":
@@ -132,41 +94,18 @@ def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Served]:
             "postgresql://", "postgresql+asyncpg://"
         )
         env["PRESSLOOP_DATABASE_URL"] = f"{base}/{database}"
-    port = _free_port()
-    log = tmp_path / "serve.log"
-    with log.open("ab") as output:
-        process = subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "pressloop"),
-                "serve",
-                "--port",
-                str(port),
-                "--no-local-wordpress",
-            ],
-            cwd=tmp_path,
-            env=env,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
+    server = Serve(tmp_path, env, "--no-local-wordpress")
     try:
-        _wait_until_healthy(url, process, log)
-        token = (tmp_path / "data" / "admin-token").read_text(encoding="utf-8").strip()
-        yield Served(url=url, token=token, log=log)
+        with server:
+            yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
         if database is not None:
             asyncio.run(_postgres(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)'))
-    text = log.read_text(encoding="utf-8", errors="replace")
+    text = server.output()
     assert "Traceback" not in text, text[-5000:]
 
 
-def schemathesis_config(served: Served, *, stateful: bool = True) -> schemathesis.Config:
+def schemathesis_config(served: Serve, *, stateful: bool = True) -> schemathesis.Config:
     """`stateful`: the phase that chains operations through the links it infers (off for a run
     of one operation, which has nothing to chain)."""
     return schemathesis.Config.from_dict(
@@ -174,7 +113,7 @@ def schemathesis_config(served: Served, *, stateful: bool = True) -> schemathesi
             "seed": SEED,
             "phases": {"stateful": {"enabled": stateful}},
             "base-url": served.url,
-            "headers": {"Authorization": f"Bearer {served.token}"},
+            "headers": {"Authorization": f"Bearer {served.admin_token}"},
             "request-timeout": REQUEST_TIMEOUT_S,
             "max-stream-events": 50,
             "checks": {"enabled": True},
@@ -234,7 +173,7 @@ def run_schemathesis(schema: BaseSchema, outcome: Outcome) -> None:
 
 
 @pytest.mark.timeout(300)
-def test_the_api_keeps_to_its_document(served: Served) -> None:
+def test_the_api_keeps_to_its_document(served: Serve) -> None:
     document = f"{served.url}/openapi.json"
     schema = schemathesis.openapi.from_url(document, config=schemathesis_config(served))
     ids = [op["operationId"] for ops in schema.raw_schema["paths"].values() for op in ops.values()]

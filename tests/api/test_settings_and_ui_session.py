@@ -35,7 +35,7 @@ async def test_settings_change_the_kill_switch_and_the_policies_of_the_next_runs
         f"/v1/threads/{thread_id}/runs", json={"message": "again"}, headers=api.auth()
     )
     assert on.json()["run"]["status"] == "succeeded"
-    run = await api.service.run(on.json()["run"]["id"])
+    run = await api.service.get_run(on.json()["run"]["id"])
     assert run.policy.max_rounds == 3 and run.policy.write.value == "confirm"
 
     # A bad policy is refused whole: nothing of the request is kept.

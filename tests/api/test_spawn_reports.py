@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.api.conftest import Api, ApiFactory
-from tests.runtime.test_approvals import Users, delete
+from tests.support.actions import Users, delete
 
 
 def spawn(message: str, *, wait: bool = False) -> dict[str, Any]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
-from pressloop.contracts import ActionContext, Risk
+from pressloop.contracts import ActionContext
 from tests.api.conftest import ApiFactory
+from tests.support.actions import action
 
 
 class TitleParams(BaseModel):
@@ -34,12 +35,11 @@ class Page:
         return ActionResult(content=snapshot, summary=f"title back to {self.title}")
 
     def spec(self) -> ActionSpec:
-        return ActionSpec(
-            name="set_title",
-            description="Set the title.",
+        return action(
+            "set_title",
+            self.set_title,
             params=TitleParams,
-            risk=Risk.WRITE,
-            handler=self.set_title,
+            description="Set the title.",
             snapshot=self.snapshot,
             undo=self.undo,
         )

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,25 +11,13 @@ from typing import Any
 
 import pytest
 
-# Variables that would make the command use another provider, database or site than the test's.
-ISOLATED = (
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "OPENROUTER_API_KEY",
-    "ZAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "ANTHROPIC_BASE_URL",
-)
+from tests.support.processes import command
+from tests.support.serve import serve_env
 
 REMEMBER_THEN_ANSWER: list[dict[str, Any]] = [
     {"tool_calls": [{"name": "remember", "arguments": {"content": "The owner likes teal."}}]},
     {"text": "Noted: you like teal."},
 ]
-
-
-def command() -> list[str]:
-    script = Path(sys.executable).parent / "pressloop"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "pressloop.cli"]
 
 
 @dataclass(kw_only=True)
@@ -47,20 +33,9 @@ Pressloop = Callable[..., Awaitable[Result]]
 @pytest.fixture
 def cli_env(tmp_path: Path) -> dict[str, str]:
     """A clean environment: a scripted model, a fresh data directory, nothing inherited."""
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith("PRESSLOOP_") and k not in ISOLATED
-    }
     script = tmp_path / "script.json"
     script.write_text(json.dumps(REMEMBER_THEN_ANSWER), encoding="utf-8")
-    env.update(
-        PRESSLOOP_DATA_DIR=str(tmp_path / "data"),
-        PRESSLOOP_PROVIDER="scripted",
-        PRESSLOOP_SCRIPT=str(script),
-        PRESSLOOP_COOLDOWN="0",
-        PYTHONIOENCODING="utf-8",
-        PYTHONUNBUFFERED="1",
-    )
-    return env
+    return serve_env(tmp_path / "data", script)
 
 
 @pytest.fixture

@@ -9,8 +9,7 @@ import json
 from pathlib import Path
 
 from tests.cli.conftest import Pressloop
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.processes import pack_env
 
 
 async def test_approvals_show_the_edited_params_that_run_and_who_asked(
@@ -21,12 +20,7 @@ async def test_approvals_show_the_edited_params_that_run_and_who_asked(
         json.dumps([{"tool_calls": [{"name": "delete_user", "arguments": {"login": "bob"}}]}])
     )
     effects = tmp_path / "effects.txt"
-    env = {
-        "PRESSLOOP_SCRIPT": str(script),
-        "PRESSLOOP_ACTION_PACKS": "tests.fixtures.approval_pack",
-        "PRESSLOOP_TEST_EFFECTS": str(effects),
-        "PYTHONPATH": str(ROOT),
-    }
+    env = pack_env("approval_pack", script, effects)
     chat = await pressloop("chat", "delete user bob", env=env)
     assert chat.code == 0 and "waiting_approval" in chat.out, chat.err
     listed = await pressloop("approvals", "list", "--status", "pending", env=env)

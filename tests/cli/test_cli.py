@@ -5,15 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import signal
-import socket
 import stat
 from pathlib import Path
 
-import httpx
-
 from pressloop.store import migrate
-from tests.cli.conftest import Pressloop, command
+from tests.cli.conftest import Pressloop
+from tests.support.processes import pack_env
+from tests.support.serve import Serve
 
 THREAD_ID = re.compile(r"thr_[0-9a-f]{28}")
 
@@ -93,55 +91,26 @@ def read_secret(path: Path) -> tuple[str, int]:
     return path.read_text().strip(), stat.S_IMODE(path.stat().st_mode)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def test_serve_makes_an_admin_token_on_first_start_and_serves_the_api(
     cli_env: dict[str, str], tmp_path: Path
 ) -> None:
-    port = free_port()
-    process = await asyncio.create_subprocess_exec(
-        *command(),
-        "serve",
-        "--port",
-        str(port),
-        cwd=tmp_path,
-        env=cli_env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    assert process.stdout is not None
-    output: list[str] = []
-    try:
-        async with asyncio.timeout(30):
-            while not any("Uvicorn running" in line for line in output):
-                line = (await process.stdout.readline()).decode()
-                assert line, "".join(output)
-                output.append(line)
-        # The token is only in its file (0600); the output says where, never the token.
-        printed = re.search(r"saved to (\S+admin-token) \(mode 0600", "".join(output))
-        assert printed is not None, "".join(output)
+    async with Serve(tmp_path, cli_env) as server:
+        output = server.output()
+        # The token is only in its file (0600), the output says where, never the token.
+        printed = re.search(r"saved to (\S+admin-token) \(mode 0600", output)
+        assert printed is not None, output
         saved = Path(printed.group(1))
         assert saved == tmp_path / "data" / "admin-token"
         token, mode = read_secret(saved)
+        assert token == server.admin_token
         assert token.startswith("plt_") and mode == 0o600
-        assert token not in "".join(output)
-        assert f"http://127.0.0.1:{port}" in "".join(output)
+        assert token not in output
+        assert f"http://127.0.0.1:{server.port}" in output
         # With no PRESSLOOP_WP_URL, serve starts a local WordPress for the agent to act on.
-        site = re.search(
-            r"Local WordPress: (http://127\.0\.0\.1:\d+) \(wp-admin: admin / ", "".join(output)
-        )
-        assert site is not None, "".join(output)
+        site = re.search(r"Local WordPress: (http://127\.0\.0\.1:\d+) \(wp-admin: admin / ", output)
+        assert site is not None, output
 
-        async with httpx.AsyncClient(
-            base_url=f"http://127.0.0.1:{port}",
-            headers={"Authorization": f"Bearer {token}"},
-            trust_env=False,
-            timeout=20,
-        ) as client:
+        async with server.client() as client:
             assert (await client.get("/healthz")).json() == {"status": "ok", "database": "ok"}
             thread = (await client.post("/v1/threads", json={"title": "t"})).json()
             answer = await client.post(
@@ -154,14 +123,8 @@ async def test_serve_makes_an_admin_token_on_first_start_and_serves_the_api(
             assert {"create_post", "delete_user", "get_site_context"} <= catalog
             wp_index = (await client.get(f"{site.group(1)}/?rest_route=/")).json()
             assert "name" in wp_index
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-        async with asyncio.timeout(30):
-            rest = (await process.stdout.read()).decode()
-            await process.wait()
-    assert process.returncode == 0, "".join(output) + rest
-    assert "Pressloop stopped." in rest
+    assert server.stop() == 0, server.output()
+    assert "Pressloop stopped." in server.output()
 
 
 async def test_schedules_from_the_terminal(pressloop: Pressloop) -> None:
@@ -194,9 +157,6 @@ async def test_schedules_from_the_terminal(pressloop: Pressloop) -> None:
     assert again.code == 2 and "does not exist" in again.err
 
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
 async def test_approvals_from_the_terminal(pressloop: Pressloop, tmp_path: Path) -> None:
     script = tmp_path / "delete.json"
     script.write_text(
@@ -208,12 +168,7 @@ async def test_approvals_from_the_terminal(pressloop: Pressloop, tmp_path: Path)
         )
     )
     effects = tmp_path / "effects.txt"
-    env = {
-        "PRESSLOOP_SCRIPT": str(script),
-        "PRESSLOOP_ACTION_PACKS": "tests.fixtures.approval_pack",
-        "PRESSLOOP_TEST_EFFECTS": str(effects),
-        "PYTHONPATH": str(ROOT),
-    }
+    env = pack_env("approval_pack", script, effects)
     chat = await pressloop("chat", "delete user bob", env=env)
     assert chat.code == 0, chat.err
     assert "delete_user" in chat.out and "waiting_approval" in chat.out

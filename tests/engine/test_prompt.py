@@ -5,7 +5,7 @@ from __future__ import annotations
 from pressloop.contracts import DecisionProtocol
 from pressloop.engine.ports import PromptContext
 from pressloop.engine.prompt import memory_context, system_prompt
-from tests.engine.test_loop import Notebook
+from tests.support.actions import Notebook
 
 
 def test_system_prompt_keeps_stable_sections_first() -> None:

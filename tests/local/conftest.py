@@ -23,8 +23,8 @@ import pytest
 
 from pressloop.config import Settings
 from pressloop.errors import PressloopError
-from pressloop.local_model import ModelPlace, prepare
 from pressloop.providers.local import build_local_provider
+from pressloop.providers.local.model_file import ModelPlace, prepare
 from pressloop.providers.local.provider import LocalProvider
 
 # The real WordPress (one site per session, restored before each test) for the chat turn.

@@ -11,9 +11,9 @@ import pytest
 
 from pressloop.actions.wordpress.client import WordPressClient
 from pressloop.contracts import RunStatus, StepStatus
+from pressloop.local_wordpress.local_site import LocalSite
 from pressloop.providers.local import build_local_provider
 from pressloop.runtime.service import Service
-from pressloop.wordpress.local_site import LocalSite
 from tests.local.conftest import MODEL_TEST_TIMEOUT_S, Prepared
 
 TITLE = "Hello from Pressloop"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pressloop.local_model import (
+from pressloop.providers.local.model_file import (
     DEFAULT_SOURCE,
     ModelIntegrityError,
     ModelPlace,

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from pressloop.config import Settings
-from pressloop.local_model import ModelPlace, prepare
 from pressloop.providers.local import build_local_provider
+from pressloop.providers.local.model_file import ModelPlace, prepare
 from tests.local.conftest import MODEL_TEST_TIMEOUT_S, Prepared
 from tests.local.test_prompt_state import small_request
 from tests.ui.conftest import Server, StartServer, start_server  # noqa: F401

@@ -19,17 +19,17 @@ from pressloop.contracts import DecisionProtocol, Message, Role
 from pressloop.engine.decision_parser import decision_schema, parse_json_decision
 from pressloop.engine.ports import PromptContext
 from pressloop.engine.prompt import system_prompt
-from pressloop.local_model import ModelPlace, prepare
 from pressloop.providers.base import ModelRequest
 from pressloop.providers.local import build_local_provider
 from pressloop.providers.local.messages import stable_count, to_messages
 from pressloop.providers.local.model import LocalModel
+from pressloop.providers.local.model_file import ModelPlace, prepare
 from pressloop.providers.local.options import ModelOptions
 from pressloop.providers.local.prefix import read_header
 from pressloop.providers.local.provider import LocalProvider
 from pressloop.providers.local.schema import grammar_schema
-from tests.cli.conftest import ISOLATED, command
 from tests.local.conftest import MODEL_TEST_TIMEOUT_S, Prepared, run_prepare
+from tests.support.processes import ISOLATED, command
 
 
 def states(settings: Settings) -> dict[str, int]:

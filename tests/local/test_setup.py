@@ -12,10 +12,10 @@ import pytest
 
 from pressloop.config import Settings
 from pressloop.errors import ConfigurationError
-from pressloop.local_model import DEFAULT_SOURCE
 from pressloop.providers.factory import build_provider
-from tests.cli.conftest import ISOLATED, command
+from pressloop.providers.local.model_file import DEFAULT_SOURCE
 from tests.local.conftest import Prepared
+from tests.support.processes import ISOLATED, command
 
 MISSING_GROUP_PROBE = """
 import sys

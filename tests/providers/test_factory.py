@@ -18,6 +18,7 @@ from pressloop.providers.base import ModelRequest, Provider
 from pressloop.providers.factory import build_provider
 from pressloop.providers.openai_chat import OpenAIChatProvider
 from pressloop.providers.retrying import RetryingProvider
+from tests.support.processes import ISOLATED
 from tests.wire.anthropic_server import FakeAnthropicServer
 from tests.wire.openai_server import FakeOpenAIServer
 from tests.wire.scripted_server import ErrorReply, Reply
@@ -25,12 +26,7 @@ from tests.wire.scripted_server import ErrorReply, Reply
 REQUEST = ModelRequest(system="S", messages=[Message(role=Role.USER, content="Hi")])
 
 ENVIRONMENT = [
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "OPENROUTER_API_KEY",
-    "ZAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "ANTHROPIC_BASE_URL",
+    *ISOLATED,
     "PRESSLOOP_PROVIDER",
     "PRESSLOOP_MODEL",
     "PRESSLOOP_BASE_URL",

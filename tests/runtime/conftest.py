@@ -12,6 +12,7 @@ from pressloop.config import Settings
 from pressloop.providers.scripted import ScriptedProvider
 from pressloop.runtime.service import Service
 from tests.conftest import FakeClock
+from tests.support.processes import CrashPackWorkers
 
 ServiceFactory = Callable[..., Any]
 
@@ -38,4 +39,20 @@ async def make_service(
 
     yield build
     for service in services:
+        await service.close()
+
+
+@pytest.fixture
+async def service_and_workers(
+    database_url: str, tmp_path: Path, database: object
+) -> AsyncIterator[tuple[Service, CrashPackWorkers]]:
+    """A service on the test database (to submit runs and read them) and `pressloop worker`
+    processes with the crash pack (started by the test, killed at teardown)."""
+    settings = Settings(data_dir=tmp_path, database_url=database_url, provider="scripted")
+    service = await Service.open(settings, provider=lambda: ScriptedProvider([]))
+    workers = CrashPackWorkers(database_url, tmp_path)
+    try:
+        yield service, workers
+    finally:
+        workers.stop_all()
         await service.close()

@@ -10,11 +10,7 @@ from typing import Any
 from pressloop.contracts import EventType, RunStatus, StepStatus
 from pressloop.runtime.service import Service
 from pressloop.store import ledger as ledger_store
-from tests.runtime.test_worker_processes import (  # noqa: F401 - `setup` is a fixture
-    Workers,
-    setup,
-    wait_for,
-)
+from tests.support.processes import CrashPackWorkers, wait_for
 
 
 async def cancel_and_time(service: Service, run_id: str) -> float:
@@ -22,7 +18,7 @@ async def cancel_and_time(service: Service, run_id: str) -> float:
     loop = asyncio.get_running_loop()
     started = loop.time()
     answer = asyncio.create_task(service.cancel(run_id))
-    while (await service.run(run_id)).status is not RunStatus.CANCELLED:
+    while (await service.get_run(run_id)).status is not RunStatus.CANCELLED:
         assert loop.time() - started < 10, "the run was not cancelled"
         await asyncio.sleep(0.01)
     took = loop.time() - started
@@ -31,9 +27,9 @@ async def cancel_and_time(service: Service, run_id: str) -> float:
 
 
 async def test_a_cancel_from_another_process_stops_a_slow_model_call(
-    setup: tuple[Service, Workers],  # noqa: F811 - the imported fixture
+    service_and_workers: tuple[Service, CrashPackWorkers],
 ) -> None:
-    service, workers = setup
+    service, workers = service_and_workers
     thread = await service.create_thread()
     run = (await service.submit(thread.id, "hello")).run
     workers.start([{"text": "never finished", "delay_s": 60}], name="a")
@@ -50,9 +46,9 @@ async def test_a_cancel_from_another_process_stops_a_slow_model_call(
 
 
 async def test_a_cancel_from_another_process_reconciles_the_write_in_flight(
-    setup: tuple[Service, Workers],  # noqa: F811 - the imported fixture
+    service_and_workers: tuple[Service, CrashPackWorkers],
 ) -> None:
-    service, workers = setup
+    service, workers = service_and_workers
     thread = await service.create_thread()
     run = (await service.submit(thread.id, "touch once")).run
     workers.hang.touch()  # `touch` makes its effect, then waits while this file exists
@@ -65,7 +61,7 @@ async def test_a_cancel_from_another_process_reconciles_the_write_in_flight(
     took = await cancel_and_time(service, run.id)
     print(f"cross-process cancel during a write: {took:.3f} s")
     assert took < 5, took
-    done: Any = await service.run(run.id)
+    done: Any = await service.get_run(run.id)
     assert done.result.steps[0].status is StepStatus.SUCCEEDED  # found on "the site"
     assert done.result.steps[0].result_summary == "found"
     assert workers.effect_lines() == [f"{run.id}:0:a"]  # not sent again

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
+from pressloop.actions.registry import ActionResult, ActionServices
 from pressloop.contracts import (
     ActionContext,
     EventType,
@@ -24,8 +24,8 @@ from pressloop.contracts import (
 from pressloop.providers.scripted import ScriptedProvider
 from pressloop.runtime.service import Service
 from pressloop.store import ledger as ledger_store
-from tests.engine.test_loop import NoteParams
 from tests.runtime.conftest import ServiceFactory
+from tests.support.actions import Effects, NoteParams, action
 
 
 class Held:
@@ -39,16 +39,13 @@ class Held:
         await asyncio.Event().wait()
 
 
-class Site:
+class Site(Effects):
     """The outside world a write changes; `touch` holds before or after its effect."""
 
     def __init__(self, *, effect_first: bool) -> None:
-        self.effects: list[str] = []
+        super().__init__()
         self.effect_first = effect_first
         self.held = Held()
-
-    def key(self, p: NoteParams, c: ActionContext) -> str:
-        return f"{c.run_id}:{c.step_index}:{p.text}"
 
     async def touch(self, p: NoteParams, c: ActionContext, _s: ActionServices) -> ActionResult:
         if self.effect_first:
@@ -56,23 +53,6 @@ class Site:
         await self.held.hold()  # the request is on its way; the answer never comes
         self.effects.append(self.key(p, c))
         return ActionResult(content="touched", summary="touched")
-
-    async def find(
-        self, p: NoteParams, c: ActionContext, _s: ActionServices
-    ) -> ActionResult | None:
-        if self.key(p, c) in self.effects:
-            return ActionResult(content="touched (found on the site)", summary="found")
-        return None
-
-    def spec(self) -> ActionSpec:
-        return ActionSpec(
-            name="touch",
-            description="Change the site.",
-            params=NoteParams,
-            risk=Risk.WRITE,
-            handler=self.touch,
-            reconcile=self.find,
-        )
 
 
 async def slow_model(service: Service, script: list[dict[str, object]]) -> Held:
@@ -192,11 +172,7 @@ async def test_interrupt_stops_a_slow_read_and_starts_the_new_message_at_once(
             {"text": "Here is the answer to the new question."},
         ]
     )
-    service.registry.register(
-        ActionSpec(
-            name="slow_read", description="Slow.", params=NoteParams, risk=Risk.READ, handler=slow
-        )
-    )
+    service.registry.register(action("slow_read", slow, risk=Risk.READ, description="Slow."))
     thread = await service.create_thread()
     first = await service.submit(thread.id, "long job", start_here=True)
     await asyncio.wait_for(held.reached.wait(), 10)
@@ -210,7 +186,7 @@ async def test_interrupt_stops_a_slow_read_and_starts_the_new_message_at_once(
     took = time.monotonic() - started
     assert answered is not None and answered.status is RunStatus.SUCCEEDED, answered
     assert took < 5, took
-    old = await service.run(first.run.id)
+    old = await service.get_run(first.run.id)
     assert old.status is RunStatus.CANCELLED and old.result is not None
     assert [s.status for s in old.result.steps] == [StepStatus.CANCELLED]
     messages = (await service.thread_detail(thread.id))["messages"]

@@ -6,11 +6,17 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 from pressloop.contracts import RunStatus, Trigger
-from pressloop.runtime.beats import BeatRule, in_active_hours, next_due, parse_active_hours
-from pressloop.runtime.scheduler import Scheduler
-from pressloop.runtime.schedules import Schedules
+from pressloop.runtime.heartbeat_rules import (
+    BeatRule,
+    in_active_hours,
+    next_due,
+    parse_active_hours,
+)
+from pressloop.runtime.heartbeat_runs import Scheduler
+from pressloop.runtime.heartbeat_schedules import Schedules
 from pressloop.runtime.service import Service
 from pressloop.store.db import Database
+from pressloop.store.records import RunRecord
 from tests.conftest import FakeClock
 from tests.runtime.conftest import ServiceFactory
 
@@ -21,7 +27,7 @@ def scheduler_for(service: Service, database: Database | None = None) -> Schedul
     )
 
 
-async def heartbeat_runs(service: Service) -> list:
+async def heartbeat_runs(service: Service) -> list[RunRecord]:
     return [r for r in await service.list_runs(limit=500) if r.trigger is Trigger.HEARTBEAT]
 
 
@@ -38,7 +44,7 @@ async def test_a_due_beat_creates_exactly_one_run(
     clock.advance(61)
     created = await scheduler.tick()
     assert len(created) == 1 and await scheduler.tick() == []
-    run = await service.run(created[0])
+    run = await service.get_run(created[0])
     assert run.trigger is Trigger.HEARTBEAT and run.input == "Check comments"
     assert run.idempotency_key == f"schedule:{schedule.id}:{schedule.next_due_at.isoformat()}"
     assert run.policy.max_rounds == 4  # the heartbeat profile

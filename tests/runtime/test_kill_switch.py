@@ -65,7 +65,7 @@ async def test_queued_runs_wait_while_it_is_on_and_run_once_it_is_off(
 
     assert await worker.tick() == 0  # nothing is claimed...
     assert await service.run_now(run.id) is None
-    waiting = await service.run(run.id)
+    waiting = await service.get_run(run.id)
     assert waiting.status is RunStatus.QUEUED and waiting.error is None  # ...and nothing failed
 
     await switch(service, False, clock)

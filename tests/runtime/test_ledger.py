@@ -7,55 +7,32 @@ import asyncio
 import sqlalchemy as sa
 
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
-from pressloop.contracts import ActionContext, Checkpoint, Risk, RunStatus, StepStatus
+from pressloop.contracts import ActionContext, Checkpoint, RunStatus, StepStatus
 from pressloop.errors import ActionError
 from pressloop.runtime.service import Service
 from pressloop.store import ledger as ledger_store
 from pressloop.store.schema import runs
-from tests.engine.test_loop import NoteParams
 from tests.runtime.conftest import ServiceFactory
+from tests.support.actions import Effects, NoteParams, action
 
 
-class Site:
+class Site(Effects):
     """Stands for the outside world an action changes: a list of effects, each made once."""
 
     def __init__(self) -> None:
-        self.effects: list[str] = []
+        super().__init__()
         self.hang = True
         self.effect_made = asyncio.Event()
 
     async def touch(self, p: NoteParams, c: ActionContext, _s: ActionServices) -> ActionResult:
-        self.effects.append(f"{c.run_id}:{c.step_index}:{p.text}")
+        self.effects.append(self.key(p, c))
         self.effect_made.set()
         if self.hang:  # the worker "dies" here: after the effect, before the outcome is stored
             await asyncio.Event().wait()
         return ActionResult(content="touched", summary="touched")
 
-    async def find(
-        self, p: NoteParams, c: ActionContext, _s: ActionServices
-    ) -> ActionResult | None:
-        if f"{c.run_id}:{c.step_index}:{p.text}" in self.effects:
-            return ActionResult(content="touched (found on the site)", summary="found")
-        return None
-
     def specs(self) -> list[ActionSpec]:
-        return [
-            ActionSpec(
-                name="touch",
-                description="Change the site.",
-                params=NoteParams,
-                risk=Risk.WRITE,
-                handler=self.touch,
-                reconcile=self.find,
-            ),
-            ActionSpec(
-                name="touch_blind",
-                description="Change it, no way to check.",
-                params=NoteParams,
-                risk=Risk.WRITE,
-                handler=self.touch,
-            ),
-        ]
+        return [self.spec("touch"), self.spec("touch_blind", reconcile=False)]
 
 
 SCRIPT = [
@@ -80,7 +57,7 @@ async def test_an_interrupted_step_is_reconciled_not_repeated(make_service: Serv
     run = (await service.submit(thread.id, "touch it")).run
     await interrupt_after_effect(service, site, run.id)
 
-    requeued = await service.run(run.id)
+    requeued = await service.get_run(run.id)
     assert requeued.status is RunStatus.QUEUED  # handed back, resumes from its checkpoint
     async with service.database.read() as conn:
         (entry,) = await ledger_store.list_entries(conn, run.id)
@@ -167,14 +144,7 @@ class Unreadable:
         )
 
     def spec(self) -> ActionSpec:
-        return ActionSpec(
-            name="send",
-            description="Change the site.",
-            params=NoteParams,
-            risk=Risk.WRITE,
-            handler=self.send,
-            reconcile=self.find,
-        )
+        return action("send", self.send, description="Change the site.", reconcile=self.find)
 
 
 async def test_an_unreadable_answer_is_checked_at_once_and_never_resent(

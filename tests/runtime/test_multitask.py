@@ -6,34 +6,11 @@ import asyncio
 
 import pytest
 
-from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
-from pressloop.contracts import ActionContext, Multitask, Risk, Role, RunStatus
+from pressloop.contracts import Multitask, Role, RunStatus
 from pressloop.errors import Conflict
 from pressloop.runtime.service import Service
-from tests.engine.test_loop import NoteParams
 from tests.runtime.conftest import ServiceFactory
-
-
-class Gate:
-    """An action that holds the run inside a step until the test lets it go."""
-
-    def __init__(self) -> None:
-        self.entered = asyncio.Event()
-        self.release = asyncio.Event()
-
-    async def handler(self, _p: NoteParams, _c: ActionContext, _s: ActionServices) -> ActionResult:
-        self.entered.set()
-        await self.release.wait()
-        return ActionResult(content="slow work done", summary="done")
-
-    def spec(self) -> ActionSpec:
-        return ActionSpec(
-            name="slow",
-            description="Slow.",
-            params=NoteParams,
-            risk=Risk.READ,
-            handler=self.handler,
-        )
+from tests.support.actions import Gate
 
 
 async def busy_thread(service: Service) -> tuple[str, str]:

@@ -11,18 +11,18 @@ from typing import Any
 
 import pytest
 
-from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
+from pressloop.actions.registry import ActionResult, ActionServices
 from pressloop.contracts import ActionContext, PolicyMode, Risk, StepStatus, Trigger
 from pressloop.errors import InvalidRequest
 from pressloop.policy import resolve_policy
-from pressloop.runtime.scheduler import Scheduler
-from pressloop.runtime.schedules import Schedules
+from pressloop.runtime.heartbeat_runs import Scheduler
+from pressloop.runtime.heartbeat_schedules import Schedules
 from pressloop.runtime.service import Service
 from pressloop.runtime.site_policies import set_trigger_defaults, trigger_defaults
 from pressloop.store import agents as agent_store
 from tests.conftest import FakeClock
-from tests.engine.test_loop import NoteParams
 from tests.runtime.conftest import ServiceFactory
+from tests.support.actions import NoteParams, action
 
 RAN: list[str] = []
 
@@ -32,13 +32,7 @@ async def _prune(params: NoteParams, _c: ActionContext, _s: ActionServices) -> A
     return ActionResult(content="pruned", summary="pruned")
 
 
-PRUNE = ActionSpec(
-    name="prune_drafts",
-    description="Deletes drafts.",
-    params=NoteParams,
-    risk=Risk.DESTRUCTIVE,
-    handler=_prune,
-)
+PRUNE = action("prune_drafts", _prune, risk=Risk.DESTRUCTIVE, description="Deletes drafts.")
 
 
 async def set_defaults(service: Service, trigger: str, changes: Any) -> dict[str, Any]:
@@ -155,7 +149,7 @@ async def test_heartbeat_and_spawned_runs_take_the_site_defaults(
     clock.advance(61)
     scheduler = Scheduler(database=service.database, now=service.now, max_attempts=3, poll_s=1)
     (beat_id,) = await scheduler.tick()
-    assert (await service.run(beat_id)).policy.max_rounds == 2
+    assert (await service.get_run(beat_id)).policy.max_rounds == 2
 
     root = await service.create_thread()
     spawned = (await service.spawn(root.id, "look around")).run

@@ -4,27 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
+from pressloop.actions.registry import ActionResult, ActionServices
 from pressloop.actions.spawn import SPAWN_ACTIONS
 from pressloop.contracts import ActionContext, Risk, Role, RunStatus, StepStatus, Trigger
 from pressloop.errors import Conflict
 from pressloop.runtime.service import Service
 from pressloop.runtime.wiring import default_actions
-from tests.engine.test_loop import NoteParams
 from tests.runtime.conftest import ServiceFactory
+from tests.support.actions import NoteParams, action
 
 
 async def _wipe(_p: NoteParams, _c: ActionContext, _s: ActionServices) -> ActionResult:
     raise AssertionError("a destructive action ran inside a spawned run")
 
 
-WIPE = ActionSpec(
-    name="wipe_site",
-    description="Destroys things.",
-    params=NoteParams,
-    risk=Risk.DESTRUCTIVE,
-    handler=_wipe,
-)
+WIPE = action("wipe_site", _wipe, risk=Risk.DESTRUCTIVE, description="Destroys things.")
 
 
 async def test_depth_and_children_limits_are_refused_clearly(make_service: ServiceFactory) -> None:

@@ -1,120 +1,26 @@
 """Real worker processes, killed and paused, on SQLite and PostgreSQL.
 
 Each test starts `python -m pressloop.runtime.process` (what `pressloop worker` runs) against the
-test database, with short leases, and checks the outcome from the database: runs finish, no action
-runs twice, no thread is left locked, and a worker that lost its lease writes nothing.
+test database, with short leases (`tests/support/processes.py`), and checks the outcome from the
+database: runs finish, no action runs twice, no thread is left locked, and a worker that lost
+its lease writes nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import signal
 import sqlite3
 import subprocess
-import sys
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
-from pressloop.config import Settings
 from pressloop.contracts import FINAL_RUN_STATUSES, EventType, RunStatus
-from pressloop.providers.scripted import ScriptedProvider
 from pressloop.runtime.service import Service
 from pressloop.store.schema import runs
-
-ROOT = Path(__file__).resolve().parents[2]
-LEASE = {
-    "PRESSLOOP_LEASE_TTL": "1.5",
-    "PRESSLOOP_LEASE_RENEW": "0.3",
-    "PRESSLOOP_WORKER_POLL": "0.1",
-}
-
-
-class Workers:
-    def __init__(self, database_url: str, tmp: Path) -> None:
-        self.database_url = database_url
-        self.tmp = tmp
-        self.effects = tmp / "effects.txt"
-        self.hang = tmp / "hang"
-        self.processes: list[subprocess.Popen[bytes]] = []
-
-    def start(
-        self,
-        script: list[dict[str, Any]] | dict[str, Any],
-        *,
-        concurrency: int = 4,
-        name: str = "w",
-    ) -> subprocess.Popen[bytes]:
-        path = self.tmp / f"script-{name}-{len(self.processes)}.json"
-        path.write_text(json.dumps(script))
-        env = {
-            **os.environ,
-            **LEASE,
-            "PRESSLOOP_DATABASE_URL": self.database_url,
-            "PRESSLOOP_DATA_DIR": str(self.tmp),
-            "PRESSLOOP_PROVIDER": "scripted",
-            "PRESSLOOP_SCRIPT": str(path),
-            "PRESSLOOP_ACTION_PACKS": "tests.fixtures.crash_pack",
-            "PRESSLOOP_TEST_EFFECTS": str(self.effects),
-            "PRESSLOOP_TEST_HANG": str(self.hang),
-            "PYTHONPATH": str(ROOT),
-        }
-        with (self.tmp / f"worker-{name}-{len(self.processes)}.log").open("wb") as log:
-            process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "pressloop.runtime.process",
-                    "--concurrency",
-                    str(concurrency),
-                ],
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=ROOT,
-            )
-        self.processes.append(process)
-        return process
-
-    def effect_lines(self) -> list[str]:
-        return self.effects.read_text().splitlines() if self.effects.exists() else []
-
-    def stop_all(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.send_signal(signal.SIGCONT)
-                process.kill()
-            process.wait(10)
-
-
-@pytest.fixture
-async def setup(
-    database_url: str, tmp_path: Path, database: object
-) -> AsyncIterator[tuple[Service, Workers]]:
-    settings = Settings(data_dir=tmp_path, database_url=database_url, provider="scripted")
-    service = await Service.open(settings, provider=lambda: ScriptedProvider([]))
-    workers = Workers(database_url, tmp_path)
-    try:
-        yield service, workers
-    finally:
-        workers.stop_all()
-        await service.close()
-
-
-async def wait_for(check: Callable[[], Any], limit_s: float = 30.0) -> Any:
-    deadline = asyncio.get_running_loop().time() + limit_s
-    while True:
-        value = await check()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {check.__name__}")
-        await asyncio.sleep(0.05)
+from tests.support.processes import CrashPackWorkers, wait_for
 
 
 async def pause_outside_a_write(process: subprocess.Popen[bytes], database_url: str) -> None:
@@ -155,9 +61,9 @@ async def running_runs(service: Service) -> int:
 
 
 async def test_a_worker_killed_during_a_model_call_is_replaced(
-    setup: tuple[Service, Workers],
+    service_and_workers: tuple[Service, CrashPackWorkers],
 ) -> None:
-    service, workers = setup
+    service, workers = service_and_workers
     thread = await service.create_thread()
     run = (await service.submit(thread.id, "hello")).run
     first = workers.start([{"text": "never finished", "delay_s": 60}], name="a")
@@ -170,7 +76,7 @@ async def test_a_worker_killed_during_a_model_call_is_replaced(
     workers.start([{"text": "answered by the second worker"}], name="b")
 
     async def finished() -> Any:
-        current = await service.run(run.id)
+        current = await service.get_run(run.id)
         return current if current.status in FINAL_RUN_STATUSES else None
 
     done = await wait_for(finished)
@@ -182,9 +88,9 @@ async def test_a_worker_killed_during_a_model_call_is_replaced(
 
 
 async def test_a_worker_killed_between_an_action_and_its_commit(
-    setup: tuple[Service, Workers],
+    service_and_workers: tuple[Service, CrashPackWorkers],
 ) -> None:
-    service, workers = setup
+    service, workers = service_and_workers
     thread = await service.create_thread()
     run = (await service.submit(thread.id, "touch once")).run
     workers.hang.touch()
@@ -201,7 +107,7 @@ async def test_a_worker_killed_between_an_action_and_its_commit(
     workers.start([{"text": "Touched it once."}], name="b")
 
     async def finished() -> Any:
-        current = await service.run(run.id)
+        current = await service.get_run(run.id)
         return current if current.status in FINAL_RUN_STATUSES else None
 
     done = await wait_for(finished)
@@ -212,9 +118,9 @@ async def test_a_worker_killed_between_an_action_and_its_commit(
 
 
 async def test_a_paused_worker_cannot_write_after_losing_its_lease(
-    setup: tuple[Service, Workers],
+    service_and_workers: tuple[Service, CrashPackWorkers],
 ) -> None:
-    service, workers = setup
+    service, workers = service_and_workers
     thread = await service.create_thread()
     run = (await service.submit(thread.id, "hello")).run
     zombie = workers.start(
@@ -230,7 +136,7 @@ async def test_a_paused_worker_cannot_write_after_losing_its_lease(
     workers.start([{"text": "the living worker's answer"}], name="b")
 
     async def finished() -> Any:
-        current = await service.run(run.id)
+        current = await service.get_run(run.id)
         return current if current.status in FINAL_RUN_STATUSES else None
 
     await wait_for(finished)
@@ -238,7 +144,7 @@ async def test_a_paused_worker_cannot_write_after_losing_its_lease(
     zombie.send_signal(signal.SIGCONT)  # it wakes up and tries to go on
     await asyncio.sleep(3)
     assert zombie.poll() is None  # still alive, but fenced off
-    after = await service.run(run.id)
+    after = await service.get_run(run.id)
     assert after.status is RunStatus.SUCCEEDED
     assert after.result.assistant_text == "the living worker's answer"
     assert await service.events(run.id) == events_before  # not one event more
@@ -247,9 +153,9 @@ async def test_a_paused_worker_cannot_write_after_losing_its_lease(
 
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 async def test_three_workers_run_300_runs_over_50_threads(
-    setup: tuple[Service, Workers],
+    service_and_workers: tuple[Service, CrashPackWorkers],
 ) -> None:
-    service, workers = setup
+    service, workers = service_and_workers
     threads = [await service.create_thread() for _ in range(50)]
     for i in range(300):
         await service.submit(threads[i % 50].id, f"message {i}")

@@ -18,7 +18,7 @@ import pytest
 
 from pressloop.actions.wordpress.client import WordPressClient
 from pressloop.contracts import Trigger
-from pressloop.wordpress.local_site import LocalSite
+from pressloop.local_wordpress.local_site import LocalSite
 from tests.security.injection import (
     ACTIONS,
     PATHS,

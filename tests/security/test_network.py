@@ -17,6 +17,7 @@ import pytest
 
 from pressloop.actions.executor import Executor
 from pressloop.actions.net import NetRules, fetch, host_allowed, parse_allowlist, refusal
+from pressloop.actions.outbound import FetchOptions
 from pressloop.actions.registry import ActionServices, Registry
 from pressloop.actions.web import WEB_ACTIONS
 from pressloop.contracts import ActionCall, ActionContext, Policy, StepStatus, Trigger
@@ -258,12 +259,10 @@ async def test_web_fetch_says_whether_the_host_is_allowed(
     serve: Any, allowlist: tuple[str, ...], allowed: bool
 ) -> None:
     blog = serve({"/": page(b"<p>Hi</p>", "text/html")})
-    extra = {
-        "web_fetch_allow_private": True,
-        "net_allow": allowlist,
-        "net_resolver": names(www_blog_test="127.0.0.1"),
-    }
-    executor = Executor(Registry(WEB_ACTIONS), ActionServices(extra=extra))
+    web = FetchOptions(
+        allow_private=True, allowlist=allowlist, resolver=names(www_blog_test="127.0.0.1")
+    )
+    executor = Executor(Registry(WEB_ACTIONS), ActionServices(web=web))
     context = ActionContext(
         run_id="r", thread_id="t", trigger=Trigger.CHAT, step_index=0, policy=Policy()
     )

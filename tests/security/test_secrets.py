@@ -26,10 +26,11 @@ from pressloop.actions.wordpress.client import WordPressClient
 from pressloop.api import create_app
 from pressloop.config import Settings
 from pressloop.contracts import Checkpoint, RunStatus, StepStatus
+from pressloop.local_wordpress.local_site import LocalSite
 from pressloop.providers.scripted import ScriptedProvider
 from pressloop.runtime.service import Service
 from pressloop.store.schema import action_ledger, runs
-from pressloop.wordpress.local_site import LocalSite
+from pressloop.ui import mount_ui
 from tests.api.conftest import Api, Gate
 from tests.wordpress.conftest import (  # noqa: F401 (the WordPress fixtures)
     wordpress,
@@ -136,7 +137,7 @@ async def make_site(
         tokens = {}
         for role in ("admin", "operator", "viewer"):
             _record, tokens[role] = await service.create_token(name=f"{role}-user", role=role)
-        app = create_app(service)
+        app = mount_ui(create_app(service))  # the UI's pages show what must stay secret
         client = httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://pressloop.test"
         )
@@ -263,7 +264,7 @@ async def test_a_resumed_run_never_sends_the_mark_as_a_password(make_site: Any) 
     run_id = run["run"]["id"]
     created = await site.wp.get("/wp/v2/users", {"search": "helper", "context": "edit"})
     await site.wp.delete(f"/wp/v2/users/{created[0]['id']}", {"force": True, "reassign": 1})
-    record = await site.service.run(run_id)
+    record = await site.service.get_run(run_id)
     assert record.checkpoint is not None
     async with site.service.database.write() as conn:  # as the crash would have left it
         await conn.execute(sa.delete(action_ledger).where(action_ledger.c.run_id == run_id))

@@ -3,11 +3,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import re
-import signal
-import socket
 import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,7 +16,8 @@ from pressloop.api import create_app
 from pressloop.config import Settings
 from pressloop.providers.scripted import ScriptedProvider
 from pressloop.runtime.service import Service
-from tests.cli.conftest import Pressloop, cli_env, command, pressloop
+from tests.cli.conftest import Pressloop, cli_env, pressloop
+from tests.support.serve import Serve
 
 __all__ = ["cli_env", "pressloop"]  # the CLI's fixtures, used below
 
@@ -107,50 +105,17 @@ async def test_an_existing_database_file_is_made_private(
     assert_private(data)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def test_serve_writes_the_first_admin_token_only_to_its_private_file(
     cli_env: dict[str, str], tmp_path: Path
 ) -> None:
-    port = free_port()
-    process = await asyncio.create_subprocess_exec(
-        *command(),
-        "serve",
-        "--no-local-wordpress",
-        "--port",
-        str(port),
-        cwd=tmp_path,
-        env=cli_env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    assert process.stdout is not None
-    output: list[str] = []
-    try:
-        async with asyncio.timeout(30):
-            while not any("Uvicorn running" in line for line in output):
-                line = (await process.stdout.readline()).decode()
-                assert line, "".join(output)
-                output.append(line)
+    async with Serve(tmp_path, cli_env, "--no-local-wordpress") as server:
         saved = tmp_path / "data" / "admin-token"
-        assert f"saved to {saved} (mode 0600" in "".join(output), "".join(output)
+        assert f"saved to {saved} (mode 0600" in server.output(), server.output()
         token = saved.read_text(encoding="utf-8").strip()
         assert token.startswith("plt_") and mode(saved) == 0o600
         assert_private(tmp_path / "data")
-        async with httpx.AsyncClient(
-            base_url=f"http://127.0.0.1:{port}", trust_env=False, timeout=20
-        ) as client:
-            tokens = await client.get("/v1/tokens", headers={"Authorization": f"Bearer {token}"})
+        async with server.client() as client:
+            tokens = await client.get("/v1/tokens")
             assert tokens.status_code == 200 and tokens.json()[0]["name"] == "admin"
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-        async with asyncio.timeout(30):
-            rest = (await process.stdout.read()).decode()
-            await process.wait()
-    assert process.returncode == 0, "".join(output) + rest
-    assert token not in "".join(output) + rest
+    assert server.stop() == 0, server.output()
+    assert token not in server.output()

@@ -28,7 +28,7 @@ async def post_run(api: Api, thread_id: str, headers: dict[str, str], **body: An
         f"/v1/threads/{thread_id}/runs", json={"message": "hi", **body}, headers=headers
     )
     assert answer.status_code == 200, answer.text
-    return (await api.service.run(answer.json()["run"]["id"])).policy
+    return (await api.service.get_run(answer.json()["run"]["id"])).policy
 
 
 async def test_a_token_asking_for_chat_cannot_escape_a_deny_of_the_api_policy(
@@ -47,7 +47,7 @@ async def test_a_token_asking_for_chat_cannot_escape_a_deny_of_the_api_policy(
     assert run["trigger"] == "chat" and run["status"] == "succeeded"
     steps = answer.json()["result"]["steps"]
     assert [(s["action"], s["status"]) for s in steps] == [("remember", "denied")]
-    policy = (await api.service.run(run["id"])).policy
+    policy = (await api.service.get_run(run["id"])).policy
     assert (policy.write.value, policy.destructive.value) == ("deny", "deny")
 
 

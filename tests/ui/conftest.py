@@ -10,21 +10,17 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from pressloop.wordpress.local_site import LocalSite
-from tests.cli.conftest import ISOLATED
+from pressloop.local_wordpress.local_site import LocalSite
+from tests.support.serve import Serve, serve_env
 
 # The WordPress fixtures (one site per session, restored before each test).
 from tests.wordpress.conftest import (  # noqa: F401
@@ -53,44 +49,28 @@ def call(name: str, **params: Any) -> dict[str, Any]:
     return {"tool_calls": [{"name": name, "arguments": params}]}
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+class Server(Serve):
+    """A running `pressloop serve` on the test's WordPress, and what a test needs to talk to it:
+    `api` (an HTTP client with the admin token), `token(role)`, `wp()`, `wait_for_run`."""
 
+    api: httpx.Client
 
-def wait_until_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        assert process.poll() is None, log.read_text()
-        try:
-            if httpx.get(f"{url}/healthz", trust_env=False, timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, log.read_text()
-        time.sleep(0.1)
+    def __init__(self, home: Path, env: dict[str, str], site: LocalSite) -> None:
+        super().__init__(home, env)
+        self.site = site
 
-
-@dataclass
-class Server:
-    """A running `pressloop serve` and what a test needs to talk to it."""
-
-    url: str
-    admin_token: str
-    process: subprocess.Popen[bytes]
-    log: Path
-    site: LocalSite
-    launch: Callable[[], subprocess.Popen[bytes]]
-    api: httpx.Client = field(init=False)
-
-    def __post_init__(self) -> None:
+    def start(self) -> Self:
+        super().start()
+        # The first admin token is only in its file (0600), never in the serve log.
+        token = self.admin_token
+        assert token.startswith("plt_") and token not in self.output(), self.output()
         self.api = httpx.Client(
             base_url=self.url,
-            headers={"Authorization": f"Bearer {self.admin_token}"},
+            headers={"Authorization": f"Bearer {token}"},
             trust_env=False,
             timeout=20,
         )
+        return self
 
     def token(self, role: str) -> str:
         answer = self.api.post("/v1/tokens", json={"name": f"{role}-person", "role": role})
@@ -113,26 +93,20 @@ class Server:
         while True:
             run: dict[str, Any] = self.api.get(f"/v1/runs/{run_id}").json()
             if run["status"] in statuses or time.monotonic() > deadline:
-                assert run["status"] in statuses, (run, self.log.read_text())
+                assert run["status"] in statuses, (run, self.output())
                 return run
             time.sleep(0.1)
 
     def crash_and_restart(self) -> None:
         """SIGKILL the server mid-work (connections drop, leases are left behind), then start a
         new one on the same port and data directory."""
-        self.process.kill()
-        self.process.wait()
-        self.process = self.launch()
-        wait_until_healthy(self.url, self.process, self.log)
-
-    def stop(self) -> None:
         self.api.close()
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        super().crash_and_restart()
+
+    def stop(self) -> int | None:
+        if hasattr(self, "api"):
+            self.api.close()
+        return super().stop()
 
 
 StartServer = Callable[..., Server]
@@ -148,53 +122,18 @@ def start_server(tmp_path: Path, wordpress: LocalSite) -> Iterator[StartServer]:
         home.mkdir()
         script_file = home / "script.json"
         script_file.write_text(json.dumps(script), encoding="utf-8")
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith("PRESSLOOP_") and k not in ISOLATED
-        }
-        env.update(wordpress.settings_env())
-        env.update(
-            PRESSLOOP_DATA_DIR=str(home / "data"),
-            PRESSLOOP_PROVIDER="scripted",
-            PRESSLOOP_SCRIPT=str(script_file),
-            PRESSLOOP_COOLDOWN="0",
+        env = serve_env(
+            home / "data",
+            script_file,
+            **wordpress.settings_env(),
             PRESSLOOP_WORKER_POLL="0.1",
             PRESSLOOP_SCHEDULER_POLL="0.2",
             PRESSLOOP_EVENT_POLL="0.05",
-            PYTHONIOENCODING="utf-8",
         )
         env.update(settings)
-        port = free_port()
-        log = home / "serve.log"
-
-        def launch() -> subprocess.Popen[bytes]:
-            with log.open("ab") as output:  # the child keeps its own copy of the descriptor
-                return subprocess.Popen(
-                    [str(Path(sys.executable).parent / "pressloop"), "serve", "--port", str(port)],
-                    cwd=home,
-                    env=env,
-                    stdout=output,
-                    stderr=subprocess.STDOUT,
-                )
-
-        process = launch()
-        url = f"http://127.0.0.1:{port}"
-        wait_until_healthy(url, process, log)
-        # The first admin token is only in its file (0600), never in the serve log.
-        token_file = Path(env["PRESSLOOP_DATA_DIR"]) / "admin-token"
-        token = token_file.read_text(encoding="utf-8").strip()
-        assert token.startswith("plt_") and token not in log.read_text(), log.read_text()
-        server = Server(
-            url=url,
-            admin_token=token,
-            process=process,
-            log=log,
-            site=wordpress,
-            launch=launch,
-        )
+        server = Server(home, env, wordpress)
         servers.append(server)
-        return server
+        return server.start()
 
     yield start
     for server in servers:

@@ -10,6 +10,7 @@
 - `wordpress_client`: a `WordPressClient` for that site, authenticated as the admin with an
   Application Password; no retries and a short timeout, so a broken site fails fast.
 - `wp` and `admin`: the action harnesses of `harness.py` on that client.
+- `proxy`: a `HoldingProxy` in front of that site, to hold one of its answers.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ from pressloop.actions.registry import ActionServices, Registry
 from pressloop.actions.wordpress import WordPressClient
 from pressloop.actions.wordpress.admin import ADMIN_ACTIONS
 from pressloop.actions.wordpress.content import CONTENT_ACTIONS
-from pressloop.wordpress import LocalSite, missing_packages
+from pressloop.local_wordpress import LocalSite, missing_packages
+from tests.support.holding_proxy import HoldingProxy
+from tests.support.ledger import MemoryLedger
 from tests.wordpress.harness import Admin, Harness
-from tests.wordpress.memory_ledger import MemoryLedger
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_PLUGIN = Path(__file__).resolve().parent / "plugin" / "pressloop-test-plugin.php"
@@ -77,6 +79,13 @@ async def wordpress_client(wordpress: LocalSite) -> AsyncIterator[WordPressClien
     )
     yield client
     await client.aclose()
+
+
+@pytest.fixture
+def proxy(wordpress: LocalSite) -> Iterator[HoldingProxy]:
+    """`tests/support/holding_proxy.py` in front of `wordpress` (point a worker at `proxy.url`)."""
+    with HoldingProxy(wordpress.url).running() as running:
+        yield running
 
 
 @pytest.fixture

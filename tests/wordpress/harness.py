@@ -25,7 +25,7 @@ from pressloop.contracts import (
     Trigger,
 )
 from pressloop.policy import resolve_policy
-from tests.wordpress.memory_ledger import MemoryLedger, Step
+from tests.support.ledger import MemoryLedger, Step
 
 CONTENT_SPECS = {spec.name: spec for spec in CONTENT_ACTIONS}
 ADMIN_SPECS = {spec.name: spec for spec in ADMIN_ACTIONS}

@@ -21,10 +21,10 @@ from pressloop.contracts import (
     Policy,
     StepStatus,
 )
-from pressloop.wordpress import LocalSite
+from pressloop.local_wordpress import LocalSite
+from tests.support.ledger import Step
 from tests.wordpress.harness import ADMIN_SPECS as SPECS
 from tests.wordpress.harness import OPEN, PLUGIN, Admin
-from tests.wordpress.memory_ledger import Step
 
 
 def test_the_pack_has_the_right_risks_and_hooks() -> None:

@@ -9,7 +9,7 @@ post exists once, and the model would be told it was made.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -17,17 +17,11 @@ import pytest
 from pressloop.actions.wordpress import WordPressClient
 from pressloop.config import Settings
 from pressloop.contracts import RunStatus, StepStatus
+from pressloop.local_wordpress import LocalSite
 from pressloop.providers.scripted import ScriptedProvider
 from pressloop.runtime.service import Service
 from pressloop.store import ledger as ledger_store
-from pressloop.wordpress import LocalSite
-from tests.fixtures.holding_proxy import HoldingProxy
-
-
-@pytest.fixture
-def proxy(wordpress: LocalSite) -> Iterator[HoldingProxy]:
-    with HoldingProxy(wordpress.url).running() as running:
-        yield running
+from tests.support.holding_proxy import HoldingProxy
 
 
 @pytest.fixture

@@ -13,10 +13,10 @@ import sqlalchemy as sa
 from pressloop.actions.wordpress.client import WordPressClient
 from pressloop.config import Settings
 from pressloop.contracts import Checkpoint, RunStatus, StepStatus
+from pressloop.local_wordpress.local_site import LocalSite
 from pressloop.providers.scripted import ScriptedProvider
 from pressloop.runtime.service import Service
 from pressloop.store.schema import action_ledger, runs
-from pressloop.wordpress.local_site import LocalSite
 
 Build = Callable[[list[dict[str, Any]]], Any]
 

@@ -20,7 +20,7 @@ import pytest
 from pressloop.actions.wordpress import WordPressClient
 from pressloop.config import Settings
 from pressloop.errors import ActionError, ConfigurationError
-from pressloop.wordpress import LocalSite
+from pressloop.local_wordpress import LocalSite
 
 
 @dataclass(kw_only=True)

@@ -8,7 +8,7 @@ import pytest
 
 from pressloop.contracts import StepStatus
 from pressloop.errors import ActionError
-from pressloop.wordpress import LocalSite
+from pressloop.local_wordpress import LocalSite
 from tests.wordpress.harness import ADMIN_SPECS as SPECS
 from tests.wordpress.harness import OPEN, Admin
 

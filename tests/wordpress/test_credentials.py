@@ -6,22 +6,20 @@ actions' refusals name PRESSLOOP_WP_USER and PRESSLOOP_WP_APP_PASSWORD."""
 from __future__ import annotations
 
 import asyncio
-import signal
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
-import httpx
 import pytest
 
 from pressloop.actions.executor import Executor
 from pressloop.actions.registry import ActionServices, Registry
 from pressloop.actions.wordpress import WORDPRESS_ACTIONS, WordPressClient
 from pressloop.contracts import StepStatus
-from pressloop.wordpress.local_site import LocalSite
-from tests.cli.conftest import Pressloop, Result, cli_env, command, pressloop  # noqa: F401
-from tests.cli.test_cli import free_port
+from pressloop.local_wordpress.local_site import LocalSite
+from tests.cli.conftest import Pressloop, Result, cli_env, pressloop  # noqa: F401
+from tests.support.ledger import MemoryLedger
+from tests.support.serve import Serve
 from tests.wordpress.harness import Harness
-from tests.wordpress.memory_ledger import MemoryLedger
 
 WRONG = "abcd efgh ijkl mnop qrst uvwx"  # shaped like an Application Password, not one
 SETTINGS = "check PRESSLOOP_WP_USER and PRESSLOOP_WP_APP_PASSWORD"
@@ -92,36 +90,9 @@ async def test_serve_warns_at_start_when_wordpress_refuses_the_credentials(
     wordpress: LocalSite,
     tmp_path: Path,
 ) -> None:
-    port = free_port()
     env = {**cli_env, **site_env(wordpress, tmp_path, PRESSLOOP_WP_APP_PASSWORD=WRONG)}
-    process = await asyncio.create_subprocess_exec(
-        *command(),
-        "serve",
-        "--port",
-        str(port),
-        cwd=tmp_path,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    assert process.stdout is not None
-    output: list[str] = []
-    try:
-        async with asyncio.timeout(30):
-            while not any("Uvicorn running" in line for line in output):
-                line = (await process.stdout.readline()).decode()
-                assert line, "".join(output)
-                output.append(line)
-        async with httpx.AsyncClient(trust_env=False, timeout=10) as client:
-            health = await client.get(f"http://127.0.0.1:{port}/healthz")
-        assert health.status_code == 200  # a warning, not a crash
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-        async with asyncio.timeout(30):
-            await process.stdout.read()
-            await process.wait()
-    shown = "".join(output)
+    async with Serve(tmp_path, env) as server:
+        shown = server.output()  # it answers /healthz: a warning, not a crash
     assert f"Warning, WordPress: {wordpress.url} did not sign in 'admin'" in shown, shown
     assert "401 rest_not_logged_in" in shown and SETTINGS in shown
     assert "Local WordPress" not in shown  # PRESSLOOP_WP_URL is set: no local site started

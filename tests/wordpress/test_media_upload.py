@@ -1,7 +1,7 @@
 """upload_media from a URL and from bytes, against the real local WordPress.
 
 The files are served by a real HTTP server on loopback (the edge of the system), so fetching
-them needs PRESSLOOP_WEB_FETCH_ALLOW_PRIVATE (here `web_fetch_allow_private` in the services, as
+them needs PRESSLOOP_WEB_FETCH_ALLOW_PRIVATE (here `allow_private` in the services' `web`, as
 the runtime sets it); without it, the loopback address is refused. Every upload is checked by
 reading the media library back over REST and downloading the stored file.
 """
@@ -20,13 +20,14 @@ import httpx
 import pytest
 
 from pressloop.actions.executor import Executor
+from pressloop.actions.outbound import FetchOptions
 from pressloop.actions.registry import ActionServices, Registry
 from pressloop.actions.wordpress import WordPressClient
 from pressloop.actions.wordpress.media_upload import UPLOAD_MEDIA
 from pressloop.contracts import ActionCall, ActionContext, ActionOutcome, Policy, Trigger
 from pressloop.contracts import StepStatus as S
-from pressloop.wordpress import LocalSite
-from tests.wordpress.memory_ledger import MemoryLedger
+from pressloop.local_wordpress import LocalSite
+from tests.support.ledger import MemoryLedger
 
 
 def png(size: int = 1) -> bytes:
@@ -86,10 +87,10 @@ def files() -> Iterator[str]:
 
 
 class Uploader:
-    def __init__(self, client: WordPressClient, **extra: Any) -> None:
+    def __init__(self, client: WordPressClient, **web: Any) -> None:
         self.client = client
         self.ledger = MemoryLedger()
-        self.services = ActionServices(wordpress=client, extra=extra)
+        self.services = ActionServices(wordpress=client, web=FetchOptions(**web))
         self.executor = Executor(Registry([UPLOAD_MEDIA]), self.services, ledger=self.ledger)
         self.step = 0
 
@@ -111,7 +112,7 @@ class Uploader:
 
 @pytest.fixture
 def allowed(wordpress_client: WordPressClient) -> Uploader:
-    return Uploader(wordpress_client, web_fetch_allow_private=True)
+    return Uploader(wordpress_client, allow_private=True)
 
 
 async def test_a_file_from_a_url_lands_in_the_media_library(allowed: Uploader, files: str) -> None:
@@ -159,7 +160,7 @@ async def test_loopback_is_refused_unless_allowed(
 async def test_what_is_not_a_media_file_is_refused_and_nothing_is_uploaded(
     wordpress_client: WordPressClient, files: str, path: str, expected: str
 ) -> None:
-    uploader = Uploader(wordpress_client, web_fetch_allow_private=True, media_max_bytes=1000)
+    uploader = Uploader(wordpress_client, allow_private=True, max_file_bytes=1000)
     assert len(FILES["/big.png"][1]) > 1000 > len(DOT)
     refused = await uploader.upload(url=files + path)
     assert refused.status is S.FAILED and expected in refused.content, refused.content

@@ -9,7 +9,7 @@ import pytest
 
 from pressloop.contracts import ActionCall, StepStatus
 from pressloop.errors import ActionError
-from pressloop.wordpress import LocalSite
+from pressloop.local_wordpress import LocalSite
 from tests.wordpress.harness import CONTENT_SPECS as SPECS
 from tests.wordpress.harness import Harness
 

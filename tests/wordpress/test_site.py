@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from pressloop.errors import ConfigurationError
-from pressloop.wordpress import LocalSite, LocalSiteError, host
+from pressloop.local_wordpress import LocalSite, LocalSiteError, host
 
 
 def _admin(site: LocalSite) -> httpx.Client:

@@ -21,9 +21,9 @@ from pressloop.actions.wordpress.client import WordPressClient
 from pressloop.api import create_app
 from pressloop.config import Settings
 from pressloop.errors import SiteError
+from pressloop.local_wordpress.local_site import LocalSite
 from pressloop.providers.scripted import ScriptedProvider
 from pressloop.runtime.service import Service
-from pressloop.wordpress.local_site import LocalSite
 
 SPOILER = r"""<?php
 // Test only: spoil WordPress's answer to a marked POST /wp/v2/categories after the term exists.

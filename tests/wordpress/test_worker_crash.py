@@ -14,13 +14,9 @@ PostgreSQL.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import signal
 import sqlite3
-import subprocess
-import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -32,58 +28,12 @@ import sqlalchemy as sa
 from pressloop.actions.wordpress import WordPressClient
 from pressloop.config import Settings
 from pressloop.contracts import FINAL_RUN_STATUSES, RunStatus, StepStatus
+from pressloop.local_wordpress import LocalSite
 from pressloop.providers.scripted import ScriptedProvider
 from pressloop.runtime.service import Service
 from pressloop.store.schema import action_ledger
-from pressloop.wordpress import LocalSite
-from tests.fixtures.holding_proxy import HoldingProxy
-
-ROOT = Path(__file__).resolve().parents[2]
-LEASE = {
-    "PRESSLOOP_LEASE_TTL": "1.5",
-    "PRESSLOOP_LEASE_RENEW": "0.3",
-    "PRESSLOOP_WORKER_POLL": "0.1",
-}
-
-
-class Workers:
-    def __init__(self, database_url: str, site: LocalSite, tmp: Path) -> None:
-        self.database_url, self.site, self.tmp = database_url, site, tmp
-        self.processes: list[subprocess.Popen[bytes]] = []
-
-    def start(
-        self, script: list[dict[str, Any]], *, wp_url: str, name: str
-    ) -> subprocess.Popen[bytes]:
-        path = self.tmp / f"script-{name}.json"
-        path.write_text(json.dumps(script))
-        env = {
-            **os.environ, **LEASE, **self.site.settings_env(),
-            "PRESSLOOP_WP_URL": wp_url,
-            "PRESSLOOP_DATABASE_URL": self.database_url,
-            "PRESSLOOP_DATA_DIR": str(self.tmp),
-            "PRESSLOOP_PROVIDER": "scripted",
-            "PRESSLOOP_SCRIPT": str(path),
-            "PYTHONPATH": str(ROOT),
-        }  # fmt: skip
-        with (self.tmp / f"worker-{name}.log").open("wb") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "pressloop.runtime.process", "--concurrency", "2"],
-                env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
-            )  # fmt: skip
-        self.processes.append(process)
-        return process
-
-    def stop_all(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.kill()
-            process.wait(10)
-
-
-@pytest.fixture
-def proxy(wordpress: LocalSite) -> Iterator[HoldingProxy]:
-    with HoldingProxy(wordpress.url).running() as running:
-        yield running
+from tests.support.holding_proxy import HoldingProxy
+from tests.support.processes import Workers, wait_for
 
 
 @pytest.fixture
@@ -92,7 +42,7 @@ async def setup(
 ) -> AsyncIterator[tuple[Service, Workers]]:
     settings = Settings(data_dir=tmp_path, database_url=database_url, provider="scripted")
     service = await Service.open(settings, provider=lambda: ScriptedProvider([]))
-    workers = Workers(database_url, wordpress, tmp_path)
+    workers = Workers(database_url, tmp_path, wordpress.settings_env())
     try:
         yield service, workers
     finally:
@@ -124,23 +74,15 @@ async def writes_blocked(database_url: str, run_id: str) -> AsyncIterator[None]:
         await conn.close()
 
 
-async def wait_for(check: Callable[[], Any], limit_s: float = 60.0) -> Any:
-    deadline = asyncio.get_running_loop().time() + limit_s
-    while not (value := await check()):
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {check.__name__}")
-        await asyncio.sleep(0.05)
-    return value
-
-
 async def crash_and_resume(
     service: Service, workers: Workers, proxy: HoldingProxy, run_id: str, call: dict[str, Any]
 ) -> Any:
     """Run the step in worker "a" through the proxy, SIGKILL it once the call has returned,
     and let worker "b" (started meanwhile, so it is ready) take the run over and finish it."""
-    first = workers.start([{"tool_calls": [call]}], wp_url=proxy.url, name="a")
+    through_proxy = {"PRESSLOOP_WP_URL": proxy.url}
+    first = workers.start([{"tool_calls": [call]}], concurrency=2, name="a", env=through_proxy)
     assert await asyncio.to_thread(proxy.held.wait, 60), "WordPress never got the call"
-    workers.start([{"text": "Done, once."}], wp_url=workers.site.url, name="b")  # a holds the run
+    workers.start([{"text": "Done, once."}], concurrency=2, name="b")  # a holds the run
     async with writes_blocked(workers.database_url, run_id):
         proxy.release()
         assert await asyncio.to_thread(proxy.delivered.wait, 60), "the worker never read it"
@@ -152,10 +94,10 @@ async def crash_and_resume(
         assert (entry.status, entry.outcome) == ("intent", None)  # killed before the commit
 
     async def finished() -> Any:
-        current = await service.run(run_id)
+        current = await service.get_run(run_id)
         return current if current.status in FINAL_RUN_STATUSES else None
 
-    done = await wait_for(finished)
+    done = await wait_for(finished, limit_s=60)
     assert done.status is RunStatus.SUCCEEDED and done.attempt == 2
     assert done.result.assistant_text == "Done, once."
     return done

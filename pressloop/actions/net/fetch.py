@@ -10,10 +10,8 @@ host reached was on the allowlist.
 from __future__ import annotations
 
 import ssl
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
 
 import httpcore
 import httpx
@@ -21,10 +19,10 @@ import httpx
 from pressloop.actions.net.allowlist import host_allowed
 from pressloop.actions.net.pinned import Resolver, system_resolver
 from pressloop.actions.net.transport import PinnedTransport
+from pressloop.actions.outbound import DEFAULT_TIMEOUT_S, FetchOptions
 from pressloop.actions.registry import ActionServices
 from pressloop.errors import ActionError
 
-DEFAULT_TIMEOUT_S = 15.0  # PRESSLOOP_WEB_FETCH_TIMEOUT
 MAX_REDIRECTS = 5
 
 
@@ -39,13 +37,13 @@ class NetRules:
     dial: httpcore.AsyncNetworkBackend | None = None  # None: real TCP connections
 
 
-def rules_from(extra: Mapping[str, Any]) -> NetRules:
-    """The rules from `ActionServices.extra` (see `pressloop.actions.web.fetch_options`)."""
+def rules_from(options: FetchOptions) -> NetRules:
+    """The rules the runtime put in `ActionServices.web` (`pressloop.actions.web.fetch_options`)."""
     return NetRules(
-        allow_private=bool(extra.get("web_fetch_allow_private")),
-        allowlist=tuple(extra.get("net_allow", ())),
-        timeout_s=float(extra.get("web_fetch_timeout_s", DEFAULT_TIMEOUT_S)),
-        resolver=extra.get("net_resolver") or system_resolver,
+        allow_private=options.allow_private,
+        allowlist=options.allowlist,
+        timeout_s=options.timeout_s,
+        resolver=options.resolver or system_resolver,
     )
 
 
@@ -107,8 +105,8 @@ async def fetch(url: str, rules: NetRules, *, max_bytes: int, cut: bool) -> Fetc
 
 
 async def fetch_public(url: str, services: ActionServices, *, max_bytes: int, cut: bool) -> Fetched:
-    """`fetch` under the rules the runtime put in `services.extra`."""
-    return await fetch(url, rules_from(services.extra), max_bytes=max_bytes, cut=cut)
+    """`fetch` under the rules the runtime put in `services.web`."""
+    return await fetch(url, rules_from(services.web), max_bytes=max_bytes, cut=cut)
 
 
 def _joined(base: httpx.URL, location: str) -> str:

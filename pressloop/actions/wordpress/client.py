@@ -15,22 +15,22 @@ still retryable after that is the action ledger's to decide (DESIGN.md section 5
 
 from __future__ import annotations
 
-import asyncio
 import html
 import mimetypes
 import random
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 import httpx
 
+from pressloop.backoff import full_jitter
+from pressloop.clock import Sleep, real_sleep
 from pressloop.config import Settings
 from pressloop.errors import ActionError, ConfigurationError, SiteError
 
-Sleep = Callable[[float], Awaitable[object]]
 Value = str | int | float | bool | None
 Params = Mapping[str, Value | list[int] | list[str]]  # lists are sent comma-separated
 
@@ -70,7 +70,7 @@ class WordPressClient:
         max_retries: int = 2,
         retry_base_s: float = 0.5,
         retry_cap_s: float = 8.0,
-        sleep: Sleep = asyncio.sleep,
+        sleep: Sleep = real_sleep,
         rand: Callable[[], float] = random.random,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
@@ -196,10 +196,6 @@ class WordPressClient:
 
     # -- one request, retried -----------------------------------------------------------------
 
-    def delay_s(self, attempt: int) -> float:
-        """Full jitter: anywhere between 0 and the capped exponential step."""
-        return self._rand() * min(self._cap_s, self._base_s * 2.0**attempt)
-
     async def request(
         self,
         method: str,
@@ -265,7 +261,10 @@ class WordPressClient:
                     error.message += f" (gave up after {attempt + 1} attempts)"
                     error.args = (error.message,)
                 raise error
-            await self._sleep(self.delay_s(attempt))
+            # `attempt` is the 0-based index of the attempt that just failed: retry attempt + 1.
+            await self._sleep(
+                full_jitter(attempt + 1, base_s=self._base_s, cap_s=self._cap_s, rand=self._rand)
+            )
             attempt += 1
 
     def _status_error(self, response: httpx.Response, what: str) -> SiteError:

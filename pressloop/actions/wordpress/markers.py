@@ -1,7 +1,7 @@
 """Step markers: exact reconcile of creates, with the site's `pressloop-calls.php` mu-plugin.
 
 Every create the pack sends carries the header `X-Pressloop-Call: <run id>:<step index>` (the
-ledger's key for the step). A site with the mu-plugin (pressloop/wordpress/php/; the local
+ledger's key for the step). A site with the mu-plugin (pressloop/local_wordpress/php/; the local
 site installs it) stores the marker on what the request created and answers
 `GET /pressloop/v1/calls?marker=...` with the objects that carry it. After a crash between a
 create and its ledger outcome, `marked()` says exactly whether that step's create happened and

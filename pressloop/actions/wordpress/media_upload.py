@@ -32,10 +32,10 @@ from pressloop.actions.wordpress.common import site
 from pressloop.actions.wordpress.markers import marked, marker_headers
 from pressloop.actions.wordpress.media import media_item
 from pressloop.actions.wordpress.post_params import RECONCILE_WINDOW
+from pressloop.clock import Now
 from pressloop.contracts import ActionContext, Risk
 from pressloop.errors import ActionError
 
-DEFAULT_MAX_BYTES = 20 * 1024 * 1024  # PRESSLOOP_MEDIA_MAX_BYTES
 _MEDIA = ("image/", "audio/", "video/")
 _DOCUMENTS = (
     "application/pdf", "application/msword", "application/vnd.ms-", "text/plain", "text/csv",
@@ -74,7 +74,7 @@ class UploadMediaParams(BaseModel):
 
 
 def _max_bytes(services: ActionServices) -> int:
-    return int(services.extra.get("media_max_bytes", DEFAULT_MAX_BYTES))
+    return services.web.max_file_bytes  # PRESSLOOP_MEDIA_MAX_BYTES
 
 
 def _name_from(url: str, kind: str) -> str:
@@ -143,15 +143,17 @@ async def find_upload(
     made = await marked(client, context, "post", ("attachment",))
     if made is not None:
         return _uploaded(await client.get(f"/wp/v2/media/{made[0].id}")) if made else None
-    return await _look_alike(client, params)
+    return await _look_alike(client, params, now=services.now)
 
 
-async def _look_alike(client: WordPressClient, params: UploadMediaParams) -> ActionResult | None:
+async def _look_alike(
+    client: WordPressClient, params: UploadMediaParams, *, now: Now
+) -> ActionResult | None:
     name = params.filename or PurePosixPath(unquote(urlsplit(params.url or "").path)).name
     stem = re.sub(r"[^A-Za-z0-9_-]+", "-", PurePosixPath(name).stem).strip("-").lower()
     if not stem:
         return None
-    since = datetime.now(UTC) - RECONCILE_WINDOW
+    since = now() - RECONCILE_WINDOW
     query: dict[str, Any] = {"search": stem, "orderby": "date", "order": "desc", "per_page": 20}
     for item in await client.get("/wp/v2/media", query):
         file = PurePosixPath(urlsplit(str(item.get("source_url", ""))).path).name.lower()

@@ -26,6 +26,7 @@ from pressloop.actions.wordpress.post_params import (
     CreatePostParams,
 )
 from pressloop.actions.wordpress.posts import brief, label, no_terms_on_pages, route
+from pressloop.clock import Now
 from pressloop.contracts import ActionContext, Risk
 from pressloop.errors import ActionError
 
@@ -66,10 +67,12 @@ async def find_created_post(
     made = await marked(client, context, "post", (params.type,))
     if made is not None:
         return _found(await client.get(route(params.type, made[0].id))) if made else None
-    return await _look_alike(client, params)
+    return await _look_alike(client, params, now=services.now)
 
 
-async def _look_alike(client: WordPressClient, params: CreatePostParams) -> ActionResult | None:
+async def _look_alike(
+    client: WordPressClient, params: CreatePostParams, *, now: Now
+) -> ActionResult | None:
     body = _create_body(params)
     # WordPress's search reads "-word" as "without word", so the newest posts are looked at too.
     query: dict[str, Any] = {"status": LIVE_STATUSES, "order": "desc", "per_page": 20}
@@ -77,7 +80,7 @@ async def _look_alike(client: WordPressClient, params: CreatePostParams) -> Acti
         *(await client.get(route(params.type), {**query, "search": params.title})),
         *(await client.get(route(params.type), {**query, "orderby": "modified"})),
     ]
-    since = datetime.now(UTC) - RECONCILE_WINDOW
+    since = now() - RECONCILE_WINDOW
     for post in candidates:
         modified = datetime.fromisoformat(post.get("modified_gmt") or "1970-01-01T00:00:00")
         if (

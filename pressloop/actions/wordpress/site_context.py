@@ -1,8 +1,9 @@
 """SITE_CONTEXT: what the agent should know about the site before it acts.
 
 Name, URL, description, post types, plugins (file, active), themes and the active one, and the
-palette from the active theme's global styles where the site has them. Cached for a few minutes;
-actions that change any of it (plugins, themes, settings) clear the cache.
+palette from the active theme's global styles where the site has them. Cached for a few minutes
+(`SiteContextCache`, the pack's `SiteContextSource`); actions that change any of it (plugins,
+themes, settings) say so (`ActionSpec.changes_site_context`), and the runner invalidates it.
 
 It sits in every system prompt, so it holds only what the owner sets (the site's name, address
 and tagline, short) and identifiers (plugin files, theme and post type slugs, colours), never
@@ -22,13 +23,9 @@ from pydantic import BaseModel, ConfigDict
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
 from pressloop.actions.wordpress.client import WordPressClient
 from pressloop.actions.wordpress.common import site
+from pressloop.clock import Monotonic
 from pressloop.contracts import ActionContext, Risk
 from pressloop.errors import ActionError
-
-# Actions after which the cached context is stale.
-CHANGES_CONTEXT = frozenset(
-    {"activate_plugin", "deactivate_plugin", "delete_plugin", "update_settings"}
-)
 
 
 async def _optional(client: WordPressClient, path: str, params: dict[str, Any]) -> Any:
@@ -119,23 +116,32 @@ def render(context: dict[str, Any]) -> str:
 
 
 class SiteContextCache:
-    """One site's context, read at most every `ttl_s` seconds (or after a change)."""
+    """One site's context, read at most every `ttl_s` seconds (or after a change): the WordPress
+    pack's `SiteContextSource` (`pressloop.actions.site_context_port`)."""
 
-    def __init__(self, ttl_s: float = 300.0) -> None:
+    def __init__(
+        self,
+        client: WordPressClient,
+        *,
+        ttl_s: float = 300.0,
+        monotonic: Monotonic = time.monotonic,
+    ) -> None:
+        self.client = client
         self.ttl_s = ttl_s
+        self.monotonic = monotonic
         self._text: str | None = None
         self._read_at = 0.0
 
-    def clear(self) -> None:
+    def invalidate(self) -> None:
         self._text = None
 
-    async def text(self, client: WordPressClient) -> str:
-        if self._text is None or time.monotonic() - self._read_at > self.ttl_s:
+    async def text(self) -> str:
+        if self._text is None or self.monotonic() - self._read_at > self.ttl_s:
             try:
-                self._text = render(await read_site_context(client))
+                self._text = render(await read_site_context(self.client))
             except ActionError as problem:  # the turn goes on; the agent learns why
                 return f"(the site could not be read: {problem.message})"
-            self._read_at = time.monotonic()
+            self._read_at = self.monotonic()
         return self._text
 
 

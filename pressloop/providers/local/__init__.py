@@ -31,7 +31,7 @@ def model_options(settings: Settings) -> tuple[ModelOptions, str]:
     the name the provider reports."""
     if importlib.util.find_spec("llama_cpp") is None:
         raise ConfigurationError(MISSING_GROUP)
-    from pressloop.local_model import ModelPlace, ready_model
+    from pressloop.providers.local.model_file import ModelPlace, ready_model
     from pressloop.providers.local.options import ModelOptions
 
     place = ModelPlace.from_settings(settings)

@@ -80,11 +80,6 @@ def example_turns(system: str) -> list[dict[str, str]]:
     return turns
 
 
-def compact_catalog(system: str) -> str:
-    head, tail = split_system(system)
-    return f"{head}\n\n{tail}" if tail else head
-
-
 def split_system(system: str) -> tuple[str, str]:
     """(the stable part, compacted and with LOCAL_NOTES, the rest): the stable part ends with
     the DECISION_FORMAT section; without one, the whole prompt is the stable part."""

@@ -28,6 +28,7 @@ from pressloop.providers.local.backends import system_info
 from pressloop.providers.local.messages import stable_count, to_messages
 from pressloop.providers.local.model import LocalModel
 from pressloop.providers.local.options import ModelOptions, options_from_json
+from pressloop.providers.local.prompt_state import prompt_state
 
 
 class ModelServer:
@@ -46,7 +47,7 @@ class ModelServer:
             self.model.grammar(params["schema_json"])  # built and checked by llama.cpp
             return {}
         if op == "prompt_state":
-            return self._prompt_state(params["action_packs"])
+            return self._prompt_state(params["system"])
         if op == "info":
             return {
                 "backend": self.model.backend.as_dict(),
@@ -74,11 +75,8 @@ class ModelServer:
             "prefix_refused": prefixes.refused if prefixes is not None else None,
         }
 
-    def _prompt_state(self, action_packs: str) -> dict[str, Any]:
-        # Imported here: the catalog pulls in every action module, needed only for this.
-        from pressloop.local_model.prompt_state import prompt_state
-
-        found = prompt_state(self.model, action_packs)
+    def _prompt_state(self, system: str) -> dict[str, Any]:
+        found = prompt_state(self.model, system)
         return {
             "path": str(found.path) if found.path else None,
             "tokens": found.tokens,

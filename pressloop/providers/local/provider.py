@@ -73,9 +73,10 @@ class LocalProvider:
         """The model process's CPU backend, llama.cpp's system info, its load time."""
         return await self._call("info", {})
 
-    async def prompt_state(self, action_packs: str) -> dict[str, Any]:
-        """Whether the default catalog's system prompt state is saved and loadable here."""
-        return await self._call("prompt_state", {"action_packs": action_packs})
+    async def prompt_state(self, system: str) -> dict[str, Any]:
+        """Whether the state of this system prompt (the default catalog's, as the caller built
+        it) is saved and loadable here."""
+        return await self._call("prompt_state", {"system": system})
 
     async def check_grammar(self, schema: dict[str, Any]) -> None:
         """Have llama.cpp build the decision grammar of `schema` (raises if it refuses it)."""

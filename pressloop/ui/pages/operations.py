@@ -6,7 +6,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from pressloop.api.auth import service_of
-from pressloop.store import overview
 from pressloop.ui.render import page
 from pressloop.ui.session import User
 
@@ -30,10 +29,5 @@ async def approvals(request: Request, user: User) -> Response:
 async def schedules(request: Request, user: User) -> Response:
     service = service_of(request)
     listed = await service.schedules.list()
-    beats = {}
-    async with service.database.read() as conn:
-        for schedule in listed:
-            beats[schedule.id] = await overview.runs_by_key_prefix(
-                conn, f"schedule:{schedule.id}:", limit=BEATS_SHOWN
-            )
+    beats = await service.schedule_beats([s.id for s in listed], limit=BEATS_SHOWN)
     return await page(request, "schedules.html", user, "schedules", schedules=listed, beats=beats)

@@ -35,7 +35,7 @@ async def runs(request: Request, user: User, status: str | None = None) -> Respo
 @router.get("/ui/runs/{run_id}")
 async def run(request: Request, run_id: str, user: User) -> Response:
     service = service_of(request)
-    record = await service.run(run_id)
+    record = await service.get_run(run_id)
     registry = service.registry
     undoable = [
         name for name in registry.names() if (spec := registry.get(name)) and spec.undo is not None

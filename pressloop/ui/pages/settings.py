@@ -9,11 +9,7 @@ from pressloop.api.auth import service_of
 from pressloop.contracts import PolicyMode, Trigger
 from pressloop.errors import PressloopError
 from pressloop.policy import resolve_policy
-from pressloop.runtime.runner import KILL_SWITCH_SETTING
 from pressloop.runtime.service import Service
-from pressloop.runtime.site_policies import trigger_defaults
-from pressloop.store import agents as agent_store
-from pressloop.store import settings_repo
 from pressloop.ui import charts
 from pressloop.ui.render import page
 from pressloop.ui.session import User
@@ -27,6 +23,7 @@ DAYS = 14
 async def usage(request: Request, user: User) -> Response:
     service = service_of(request)
     settings = service.settings
+    await service.flush_usage()  # the charts include the turns that just ran here
     rows = await service.usage(days=DAYS)
     days = charts.last_days(service.now().date(), DAYS)
     site = charts.daily(rows, "site")
@@ -71,11 +68,9 @@ def _provider(service: Service) -> dict[str, str]:
 @router.get("/ui/settings")
 async def settings_page(request: Request, user: User) -> Response:
     service = service_of(request)
-    async with service.database.read() as conn:
-        agent = await agent_store.get_agent(conn, agent_store.DEFAULT_AGENT_ID)
-        disabled = bool(await settings_repo.get_setting(conn, KILL_SWITCH_SETTING, False))
-        site = await trigger_defaults(conn)
-    policies = {trigger: entry["policy"] for trigger, entry in site.items()}
+    agent = await service.default_agent()
+    site = await service.site_settings()
+    policies = {trigger: entry["policy"] for trigger, entry in site.policies.items()}
     defaults = {
         trigger.value: resolve_policy(trigger).model_dump(mode="json") for trigger in Trigger
     }
@@ -92,5 +87,5 @@ async def settings_page(request: Request, user: User) -> Response:
         modes=[m.value for m in PolicyMode],
         settings=service.settings,
         disabled_by_env=service.settings.disable_agent,
-        disabled_by_setting=disabled,
+        disabled_by_setting=site.kill_switch.by_setting,
     )

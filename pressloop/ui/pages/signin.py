@@ -15,6 +15,8 @@ from pressloop.ui.session import client_address, safe_next, throttle_of
 
 router = APIRouter()
 
+SIGN_IN_PATH = "/ui/login"
+# The sign-in form holds one token: the app refuses a larger body before reading it.
 MAX_FORM_BYTES = 4096
 
 
@@ -35,12 +37,12 @@ async def home() -> RedirectResponse:
     return RedirectResponse("/ui/chat", status_code=303)
 
 
-@router.get("/ui/login")
+@router.get(SIGN_IN_PATH)
 async def sign_in_form(request: Request, next: str | None = None) -> Response:
     return _sign_in_page(request, next_path=safe_next(next))
 
 
-@router.post("/ui/login")
+@router.post(SIGN_IN_PATH)
 async def sign_in(request: Request) -> Response:
     # A plain form post (no script needed); parsed here to spare a multipart dependency.
     body = (await request.body())[:MAX_FORM_BYTES].decode("utf-8", "replace")

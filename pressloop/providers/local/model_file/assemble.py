@@ -13,10 +13,10 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from pressloop.local_model.errors import ModelIntegrityError
-from pressloop.local_model.progress import Reporter
-from pressloop.local_model.source import ModelSource
-from pressloop.local_model.verify import mismatch, write_stamp
+from pressloop.providers.local.model_file.errors import ModelIntegrityError
+from pressloop.providers.local.model_file.progress import Reporter
+from pressloop.providers.local.model_file.source import ModelSource
+from pressloop.providers.local.model_file.verify import mismatch, write_stamp
 
 CHUNK = 4 * 1024 * 1024
 

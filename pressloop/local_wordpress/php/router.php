@@ -4,7 +4,7 @@
  *
  * Files and folders with an index.php are served as they are; every other path goes to
  * WordPress's index.php, as Apache's rewrite rules would do, so pretty permalinks and /wp-json/
- * work. Written by pressloop/wordpress/local_site.py; never edit a copy by hand.
+ * work. Written by pressloop/local_wordpress/local_site.py; never edit a copy by hand.
  */
 $path = urldecode(parse_url($_SERVER['REQUEST_URI'], PHP_URL_PATH) ?: '/');
 $file = $_SERVER['DOCUMENT_ROOT'] . $path;

@@ -7,9 +7,9 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-from pressloop.local_model.errors import ModelIntegrityError
-from pressloop.local_model.prepare import ModelPlace
-from pressloop.local_model.verify import check_file, stamp_path
+from pressloop.providers.local.model_file.errors import ModelIntegrityError
+from pressloop.providers.local.model_file.prepare import ModelPlace
+from pressloop.providers.local.model_file.verify import check_file, stamp_path
 
 
 @dataclass(kw_only=True, frozen=True)
