@@ -74,11 +74,13 @@ browser:
 test: setup $(VENV)/.synced-local services browser
 	$(VENV)/bin/pytest
 
-## lint: ruff and mypy (strict on contracts, engine, runtime)
+## lint: ruff, mypy (strict on contracts, engine, runtime) and the layers' import contracts
+## (pyproject.toml [tool.importlinter]; `make test` checks them too, tests/test_layers.py)
 lint: setup
 	$(VENV)/bin/ruff check pressloop tests bench
 	$(VENV)/bin/ruff format --check pressloop tests bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 ## bench: run the benchmarks and write docs/benchmarks.md; the peers' packages (the `peers`
 ## group: LangGraph, the OpenAI Agents SDK, Pydantic AI) are installed for it
