@@ -14,9 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from pressloop.actions.executor import Executor
 from pressloop.actions.registry import ActionServices, Registry
 from pressloop.actions.site_context_port import SiteContextSource
@@ -43,6 +40,7 @@ from pressloop.runtime.budget_gate import RunBudget
 from pressloop.runtime.budgets import site_subject
 from pressloop.runtime.bus import EventBus
 from pressloop.runtime.cancel_watch import CancelWatch
+from pressloop.runtime.claiming import Claimer
 from pressloop.runtime.commits import Committer
 from pressloop.runtime.context import RunContext, load_contexts
 from pressloop.runtime.interrupt import (
@@ -51,15 +49,13 @@ from pressloop.runtime.interrupt import (
     cancelled_turn,
     run_cancellable,
 )
-from pressloop.runtime.kill_switch import SwitchedOff
 from pressloop.runtime.leases import LeaseKeeper
 from pressloop.runtime.ledger import SessionLedger
 from pressloop.runtime.outcome import minus, outcome
 from pressloop.runtime.reports import after_finish
 from pressloop.runtime.session import RunSession
 from pressloop.runtime.usage_buffer import UsageBuffer
-from pressloop.store import claims as claim_store
-from pressloop.store import runs as run_store
+from pressloop.store import run_finish
 from pressloop.store.db import Database
 from pressloop.store.records import Claim, RunRecord
 from pressloop.store.run_writes import FinishWrite
@@ -91,9 +87,7 @@ class Runner:
     committer: Committer = field(init=False)
     leases: LeaseKeeper = field(init=False)
     cancels: CancelWatch = field(init=False)
-    # Contexts read with their claims, until `run_claim` takes them (by run id: a claim that is
-    # never run leaves one entry, replaced if the run is claimed again).
-    _contexts: dict[str, RunContext] = field(default_factory=dict, init=False)
+    claimer: Claimer = field(init=False)
 
     def __post_init__(self) -> None:
         self.usage = UsageBuffer(
@@ -106,82 +100,12 @@ class Runner:
             self.sessions, renew_s=self.settings.lease_renew_s, monotonic=self.monotonic
         )
         self.cancels = CancelWatch(self.database, self.sessions, poll_s=self.settings.cancel_poll_s)
-
-    async def claim_many(self, limit: int) -> list[Claim]:
-        """Claim up to `limit` runnable runs, reading their contexts in the same transaction
-        (none while the kill switch is on: queued runs wait for it to go off)."""
-        now = self.now()
-        claims: list[Claim] = []
-        try:
-            async with self.database.write() as conn:
-                claims = await claim_store.claim_runs(
-                    conn,
-                    owner=self.owner,
-                    ttl_s=self.settings.lease_ttl_s,
-                    now=now,
-                    limit=limit,
-                    savepoint=False,
-                )
-                await self._load_contexts(conn, claims)
-                self._refuse_if_switched_off(claims)
-        except IntegrityError:  # another worker won a thread: nothing was claimed, try again
-            return []
-        except SwitchedOff:
-            return self._forget(claims)
-        return claims
-
-    async def claim(self, run_id: str | None = None) -> Claim | None:
-        """Claim this run (or the next runnable one); None if it cannot start now (its thread
-        is busy, or the kill switch is on)."""
-        claim = None
-        try:
-            async with self.database.write() as conn:
-                claim = await self.claim_in(conn, run_id, savepoint=False)
-                self._refuse_if_switched_off([claim] if claim else [])
-        except IntegrityError:  # another worker won the thread
-            return None
-        except SwitchedOff:
-            self._forget([claim] if claim else [])
-            return None
-        return claim
-
-    def _refuse_if_switched_off(self, claims: list[Claim]) -> None:
-        """The contexts read with the claims say whether the kill switch is on: if it is, the
-        claims are rolled back and the runs stay queued (no statement of its own)."""
-        if claims and self._contexts[claims[0].run.id].disabled:
-            raise SwitchedOff
-
-    def _forget(self, claims: list[Claim]) -> list[Claim]:
-        for claim in claims:
-            self._contexts.pop(claim.run.id, None)
-        return []
-
-    async def claim_in(
-        self, conn: AsyncConnection, run_id: str | None, *, savepoint: bool = True
-    ) -> Claim | None:
-        """Claim in the caller's transaction (with a savepoint, a lost race leaves it usable).
-        The caller has looked at the kill switch (`Service.submit` refuses while it is on)."""
-        claim = await claim_store.claim_run(
-            conn,
+        self.claimer = Claimer(
+            database=self.database,
+            settings=self.settings,
             owner=self.owner,
-            ttl_s=self.settings.lease_ttl_s,
-            now=self.now(),
-            run_id=run_id,
-            savepoint=savepoint,
-        )
-        if claim is not None:
-            await self._load_contexts(conn, [claim])
-        return claim
-
-    async def _load_contexts(self, conn: AsyncConnection, claims: list[Claim]) -> None:
-        self._contexts.update(
-            await load_contexts(
-                conn,
-                [c.run for c in claims],
-                settings=self.settings,
-                day=self.now().date().isoformat(),
-                history_limit=self.history_limit,
-            )
+            now=self.now,
+            history_limit=self.history_limit,
         )
 
     async def close(self) -> None:
@@ -194,7 +118,7 @@ class Runner:
     async def run_claim(self, claim: Claim) -> RunRecord | None:
         """Run a claimed run to its next resting state; None if the lease was lost meanwhile."""
         run = claim.run
-        context = self._contexts.pop(run.id, None)
+        context = self.claimer.take_context(run.id)
         session = RunSession(
             database=self.database,
             claim=claim,
@@ -250,7 +174,7 @@ class Runner:
         now = self.now()
         try:
             async with self.database.write() as conn:
-                await run_store.finish_run(
+                await run_finish.finish_run(
                     conn,
                     session.claim,
                     status=RunStatus.QUEUED,
@@ -283,7 +207,7 @@ class Runner:
                     "retryable": True,
                 },
             )
-            values = run_store.finish_values(
+            values = run_finish.finish_values(
                 status=RunStatus.QUEUED,
                 now=now,
                 not_before=now,
@@ -413,7 +337,7 @@ class Runner:
         )
         woken = await session.finish(
             FinishWrite(
-                values=run_store.finish_values(**fields), at=now, transcript=end.transcript
+                values=run_finish.finish_values(**fields), at=now, transcript=end.transcript
             ),
             reports,
         )
@@ -434,4 +358,4 @@ class Runner:
             log.warning("usage counters not written yet", exc_info=True)
         if woken is not None and self.on_queued is not None:
             self.on_queued(woken)
-        return run_store.finished_record(run, **fields)
+        return run_finish.finished_record(run, **fields)

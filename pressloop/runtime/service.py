@@ -18,17 +18,8 @@ from typing import Any
 from pressloop.actions.registry import ActionSpec, Registry
 from pressloop.clock import Now, utc_now
 from pressloop.config import Settings
-from pressloop.contracts import (
-    Multitask,
-    RunStatus,
-    Trigger,
-)
-from pressloop.errors import (
-    Conflict,
-    InvalidRequest,
-    NotFound,
-    PayloadTooLarge,
-)
+from pressloop.contracts import Multitask, RunStatus, Trigger
+from pressloop.errors import Conflict, InvalidRequest, NotFound, PayloadTooLarge
 from pressloop.providers.base import Provider
 from pressloop.runtime.approvals import Approvals
 from pressloop.runtime.budget_gate import refuse_new_turn
@@ -52,11 +43,10 @@ from pressloop.store import claims as claim_store
 from pressloop.store import migrate
 from pressloop.store import runs as run_store
 from pressloop.store import threads as thread_store
-from pressloop.store import tokens as token_store
 from pressloop.store.approvals import ApprovalRecord
 from pressloop.store.db import Database
 from pressloop.store.notify import Listener
-from pressloop.store.records import RunRecord, ThreadRecord, TokenRecord
+from pressloop.store.records import RunRecord, ThreadRecord
 
 log = logging.getLogger(__name__)
 
@@ -248,13 +238,10 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
         `start_here`: this process runs a new run at once, claimed in the transaction that
         creates it (one transaction fewer a turn), instead of waking the worker (both at once
         would race to claim it, and one claim would be wasted)."""
-        if message is not None and len(message) > self.settings.max_message_chars:
-            raise PayloadTooLarge(
-                f"the message has {len(message)} characters; the limit is "
-                f"{self.settings.max_message_chars} (PRESSLOOP_MAX_MESSAGE_CHARS)"
-            )
-        if message is not None and not message.strip():
-            raise InvalidRequest("the message is empty")
+        if message is not None:
+            self._check_message(message)
+            if not message.strip():
+                raise InvalidRequest("the message is empty")
         if idempotency_key is not None and not 0 < len(idempotency_key) <= 200:
             raise InvalidRequest("an idempotency key has 1 to 200 characters")
         start_here = start_here and self.runs_turns
@@ -294,7 +281,7 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
             )
             claim = None
             if created and start_here:
-                claim = await self.runner.claim_in(conn, run.id)
+                claim = await self.runner.claimer.claim_in(conn, run.id)
         if interrupted is not None:
             self.runner.signal_cancel(interrupted)  # stops now if it runs here (else: CancelWatch)
         started = None
@@ -319,17 +306,20 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
         title: str = "",
     ) -> Spawned:
         """Start a child agent on a new thread under `thread_id` (`POST /v1/threads/{id}/spawn`)."""
-        if len(message) > self.settings.max_message_chars:
-            raise PayloadTooLarge(
-                f"the message has {len(message)} characters; the limit is "
-                f"{self.settings.max_message_chars} (PRESSLOOP_MAX_MESSAGE_CHARS)"
-            )
+        self._check_message(message)
         await self.check_enabled()
         spawned = await self.spawner.spawn_child(
             thread_id, message, wait=wait, title=title, key=idempotency_key, user=user
         )
         self._queued(spawned.run.id)
         return spawned
+
+    def _check_message(self, message: str) -> None:
+        if len(message) > self.settings.max_message_chars:
+            raise PayloadTooLarge(
+                f"the message has {len(message)} characters; the limit is "
+                f"{self.settings.max_message_chars} (PRESSLOOP_MAX_MESSAGE_CHARS)"
+            )
 
     async def check_enabled(self) -> None:
         """Raise `AgentDisabled` while the kill switch is on (before a command stores anything:
@@ -358,14 +348,14 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
 
     async def run_now(self, run_id: str) -> RunRecord | None:
         """Claim this run here and run it, if it is runnable now (else a worker will)."""
-        claim = await self.runner.claim(run_id)
+        claim = await self.runner.claimer.claim(run_id)
         if claim is None and self.runner.runs_here(run_id):
             return None  # this process's worker took it first
         if claim is None:
             # Perhaps a crashed process still holds the thread: free expired leases, try again.
             async with self.database.write() as conn:
                 await claim_store.reclaim_expired(conn, now=self.now())
-            claim = await self.runner.claim(run_id)
+            claim = await self.runner.claimer.claim(run_id)
         if claim is None:
             return None
         return await self.runner.run_claim(claim)
@@ -409,14 +399,7 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
         self._queued(run_id)
         return requeued
 
-    # Access and usage (API tokens, usage counters, health) -----------------------------------
-
-    async def create_token(self, *, name: str, role: str) -> tuple[TokenRecord, str]:
-        """A new API token; the plaintext comes back once, only its hash is stored."""
-        if role not in token_store.ROLES:
-            raise InvalidRequest(f"role must be one of {', '.join(token_store.ROLES)}")
-        async with self.database.write() as conn:
-            return await token_store.create_token(conn, name=name, role=role, now=self.now())
+    # Usage counters --------------------------------------------------------
 
     async def flush_usage(self) -> None:
         """Write this process's buffered usage counters now (the runner writes them at most once

@@ -1,4 +1,4 @@
-"""What an admin configures without a restart: the agents (instructions, files, policy
+"""What an admin configures without a restart: API tokens, the agents (instructions, files, policy
 overrides) and the site-wide settings (the kill switch, the per-trigger policy defaults).
 
 A mixin of `Service`, which provides `settings`, `database` and `now`; the API's `/v1/agents`
@@ -14,15 +14,16 @@ from typing import Any
 from pressloop.clock import Now
 from pressloop.config import Settings
 from pressloop.contracts import Trigger
-from pressloop.errors import NotFound
+from pressloop.errors import InvalidRequest, NotFound
 from pressloop.policy import resolve_policy
 from pressloop.runtime.context import KILL_SWITCH_SETTING
 from pressloop.runtime.kill_switch import KillSwitch, read_kill_switch
 from pressloop.runtime.site_policies import set_trigger_defaults, trigger_defaults
 from pressloop.store import agents as agent_store
 from pressloop.store import settings_repo
+from pressloop.store import tokens as token_store
 from pressloop.store.db import Database
-from pressloop.store.records import AgentRecord
+from pressloop.store.records import AgentRecord, TokenRecord
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +37,15 @@ class ServiceAdmin:
     settings: Settings
     database: Database
     now: Now
+
+    # API tokens ------------------------------------------------------------------------------
+
+    async def create_token(self, *, name: str, role: str) -> tuple[TokenRecord, str]:
+        """A new API token; the plaintext comes back once, only its hash is stored."""
+        if role not in token_store.ROLES:
+            raise InvalidRequest(f"role must be one of {', '.join(token_store.ROLES)}")
+        async with self.database.write() as conn:
+            return await token_store.create_token(conn, name=name, role=role, now=self.now())
 
     # Agents ----------------------------------------------------------------------------------
 

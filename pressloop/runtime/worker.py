@@ -71,7 +71,7 @@ class Worker:
             free = self.concurrency - len(self._running)
             if free <= 0:
                 break
-            claims = await self.runner.claim_many(min(free, CLAIM_BATCH))
+            claims = await self.runner.claimer.claim_many(min(free, CLAIM_BATCH))
             for claim in claims:
                 task = asyncio.create_task(self._run(claim), name=f"run:{claim.run.id}")
                 self._running.add(task)

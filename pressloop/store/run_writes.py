@@ -35,7 +35,7 @@ _FINISH_ONE = _BY_TOKEN.returning(runs.c.id)
 
 @dataclass(kw_only=True)
 class FinishWrite:
-    """A run leaving `running`: its row's new values (`runs.finish_values`) and the messages
+    """A run leaving `running`: its row's new values (`run_finish.finish_values`) and the messages
     its turn adds to the thread."""
 
     values: dict[str, Any]

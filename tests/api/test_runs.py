@@ -149,7 +149,7 @@ async def test_multitask_reject_on_a_busy_thread_is_409(make_api: ApiFactory) ->
     api = await make_api([{"text": "queued answer"}])
     thread_id = await api.thread()
     busy = (await api.service.submit(thread_id, "first")).run
-    claim = await api.service.runner.claim(busy.id)
+    claim = await api.service.runner.claimer.claim(busy.id)
     assert claim is not None
 
     rejected = await api.client.post(
@@ -191,7 +191,7 @@ async def test_cancel_a_queued_run_and_requeue_a_failed_one(make_api: ApiFactory
 
     # A run queued behind a busy thread is cancelled at once.
     busy = (await api.service.submit(thread_id, "busy")).run
-    assert await api.service.runner.claim(busy.id) is not None
+    assert await api.service.runner.claimer.claim(busy.id) is not None
     queued = (await api.service.submit(thread_id, "waiting")).run
     cancelled = await api.client.post(f"/v1/runs/{queued.id}/cancel", headers=api.auth())
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"

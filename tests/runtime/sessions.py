@@ -19,7 +19,7 @@ async def claimed(service: Service, count: int) -> list[Claim]:
     for i in range(count):
         thread = await service.create_thread(title=f"t{i}")
         run = (await service.submit(thread.id, f"hello {i}")).run
-        claim = await service.runner.claim(run.id)
+        claim = await service.runner.claimer.claim(run.id)
         assert claim is not None
         claims.append(claim)
     return claims

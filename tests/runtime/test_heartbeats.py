@@ -96,7 +96,7 @@ async def test_a_busy_thread_keeps_one_pending_beat(
     service: Service = await make_service([{"text": "HEARTBEAT_OK"}])
     thread = await service.create_thread()
     busy = (await service.submit(thread.id, "a long chat")).run
-    assert await service.runner.claim(busy.id) is not None
+    assert await service.runner.claimer.claim(busy.id) is not None
     schedules = Schedules(service.database, service.now)
     await schedules.create(kind="interval", interval_s=60, thread_id=thread.id)
     scheduler = scheduler_for(service)

@@ -16,7 +16,7 @@ from tests.support.actions import Gate
 async def busy_thread(service: Service) -> tuple[str, str]:
     thread = await service.create_thread()
     first = (await service.submit(thread.id, "first")).run
-    assert await service.runner.claim(first.id) is not None
+    assert await service.runner.claimer.claim(first.id) is not None
     return thread.id, first.id
 
 

@@ -59,11 +59,11 @@ async def test_two_runners_never_run_one_thread_at_once(make_service: ServiceFac
     first = (await service.submit(thread.id, "first")).run
     second = (await service.submit(thread.id, "second")).run
 
-    claim = await service.runner.claim(first.id)
+    claim = await service.runner.claimer.claim(first.id)
     assert claim is not None
     # The second run of the busy thread is not claimable, by any runner.
-    assert await service.runner.claim(second.id) is None
-    assert await service.runner.claim() is None
+    assert await service.runner.claimer.claim(second.id) is None
+    assert await service.runner.claimer.claim() is None
 
     # Even a direct write that bypasses the claim query is refused by the database itself.
     import sqlalchemy as sa
@@ -92,12 +92,12 @@ async def test_a_stale_lease_cannot_write(make_service: ServiceFactory, clock) -
     service: Service = await make_service([{"text": "late"}] * 2, lease_ttl_s=5)
     thread = await service.create_thread()
     run = (await service.submit(thread.id, "hello")).run
-    stale = await service.runner.claim(run.id)
+    stale = await service.runner.claimer.claim(run.id)
     assert stale is not None
     clock.advance(10)
     async with service.database.write() as conn:
         assert await claim_store.reclaim_expired(conn, now=clock()) == [run.id]
-    fresh = await service.runner.claim(run.id)
+    fresh = await service.runner.claimer.claim(run.id)
     assert fresh is not None and fresh.token == stale.token + 1
     # The old holder's run ends without writing anything.
     assert await service.runner.run_claim(stale) is None
