@@ -33,9 +33,16 @@ $(VENV)/.synced: $(UV) pyproject.toml uv.lock
 PORTABLE_LLAMA := find $(VENV) -name 'libggml-cpu-*.so' | grep -q .
 # The compilers for it (clang 19 on arm64, installed if missing; the default gcc on x86-64).
 LLAMA_ENV = $$(bash scripts/ensure-llama-toolchain.sh)
+# Offline first: online, uv revalidates its cached copy of llama.cpp's source distribution with
+# the index and, when the answer does not prove it unchanged, files it as a new revision and
+# builds it again (the same file, the same hash: 15 minutes lost on every fresh clone). Offline,
+# uv takes the wheel its cache holds for these flags, in a second; with nothing cached the
+# offline attempt stops at once and the online one downloads and builds.
+UV_SYNC_LOCAL = env $(LLAMA_ENV) $(UV) sync --frozen --inexact --group dev --group local
+SYNC_LOCAL = $(UV_SYNC_LOCAL) --offline 2>/dev/null || $(UV_SYNC_LOCAL)
 $(VENV)/.synced-local: $(VENV)/.synced
-	env $(LLAMA_ENV) $(UV) sync --frozen --inexact --group dev --group local
-	$(PORTABLE_LLAMA) || env $(LLAMA_ENV) $(UV) sync --frozen --inexact --group dev --group local --reinstall-package llama-cpp-python
+	$(SYNC_LOCAL)
+	$(PORTABLE_LLAMA) || $(UV_SYNC_LOCAL) --reinstall-package llama-cpp-python
 	touch $@
 
 ## setup: create the virtual environment and install the locked dependencies
@@ -56,7 +63,8 @@ run: setup
 	  echo "No provider key configured: using the offline local model (set OPENAI_API_KEY, ANTHROPIC_API_KEY, ... to use yours)."; \
 	  if ! $(VENV)/bin/python -c "import llama_cpp" 2>/dev/null || ! $(PORTABLE_LLAMA); then \
 	    echo "Building llama.cpp (the 'local' dependency group, every CPU variant): about 15 minutes on 2 cores, once."; \
-	    env $(LLAMA_ENV) $(UV) sync --frozen --inexact --group local --reinstall-package llama-cpp-python || exit 1; \
+	    { $(SYNC_LOCAL); } || exit 1; \
+	    $(PORTABLE_LLAMA) || $(UV_SYNC_LOCAL) --reinstall-package llama-cpp-python || exit 1; \
 	  fi; \
 	  $(VENV)/bin/python -m pressloop.local_model prepare || exit 1; \
 	  echo "Chat in a browser: http://127.0.0.1:$${PRESSLOOP_PORT:-8780}/ui (admin token in $${PRESSLOOP_DATA_DIR:-data}/admin-token),"; \
