@@ -1,0 +1,115 @@
+"""MCP tools as actions (`pressloop/mcp/catalog.py`): names, risks from hints and the owner's
+overrides, the tool's own schema, and calls through a real `Executor` over a real `Registry`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from pressloop.actions.executor import Executor
+from pressloop.actions.registry import Registry
+from pressloop.contracts import (
+    ActionCall,
+    ActionContext,
+    Policy,
+    PolicyMode,
+    Risk,
+    StepStatus,
+    Trigger,
+)
+from pressloop.mcp.catalog import catalog_specs_and_errors, server_specs
+from pressloop.mcp.config import server_config
+from pressloop.mcp.connection import McpConnection
+from tests.mcp.support import TOKEN, stdio_toolbox
+
+OPEN = Policy(write=PolicyMode.ALLOW, destructive=PolicyMode.ALLOW)
+
+
+def context() -> ActionContext:
+    return ActionContext(
+        run_id="run_1", thread_id="thr_1", trigger=Trigger.CHAT, step_index=1, policy=OPEN
+    )
+
+
+@pytest.fixture
+async def box() -> AsyncIterator[McpConnection]:
+    connection = McpConnection(
+        stdio_toolbox(timeout_s=10, tools={"note": "destructive", "whoami": "off"})
+    )
+    yield connection
+    await connection.close()
+
+
+async def test_tools_become_actions_named_and_risked_as_said(box: McpConnection) -> None:
+    specs = {spec.name: spec for spec in await server_specs(box)}
+    assert specs["box.lookup"].risk is Risk.READ  # readOnlyHint
+    assert specs["box.purge"].risk is Risk.DESTRUCTIVE  # destructiveHint
+    assert specs["box.grow"].risk is Risk.WRITE  # no hint
+    assert specs["box.note"].risk is Risk.DESTRUCTIVE  # the owner's word for the tool
+    assert "box.whoami" not in specs  # off
+    assert all(spec.untrusted_output for spec in specs.values())
+    entry = specs["box.lookup"].entry()
+    assert entry.description.startswith("Look a term up.")
+    assert entry.params_schema["required"] == ["term"]
+    assert entry.params_schema["properties"]["limit"]["type"] == "integer"
+
+
+async def test_a_server_wide_risk_applies_to_every_tool_but_those_named() -> None:
+    connection = McpConnection(stdio_toolbox(risk="read", tools={"purge": "off"}))
+    try:
+        specs = {spec.name: spec.risk for spec in await server_specs(connection)}
+    finally:
+        await connection.close()
+    assert specs["box.note"] is Risk.READ and specs["box.grow"] is Risk.READ
+    assert "box.purge" not in specs
+
+
+async def test_a_read_tool_runs_through_the_executor_and_its_result_is_untrusted(
+    box: McpConnection,
+) -> None:
+    executor = Executor(Registry(await server_specs(box)))
+    outcome = await executor.run(
+        ActionCall(id="c1", name="box.lookup", params={"term": "wp", "limit": 2}), context()
+    )
+    assert outcome.status is StepStatus.SUCCEEDED
+    assert outcome.content == "found wp x2"
+    assert outcome.untrusted
+
+
+async def test_params_the_input_schema_refuses_never_reach_the_server(box: McpConnection) -> None:
+    executor = Executor(Registry(await server_specs(box)))
+    outcome = await executor.run(
+        ActionCall(id="c1", name="box.lookup", params={"limit": "many"}), context()
+    )
+    assert outcome.status is StepStatus.FAILED
+    assert outcome.content.startswith("error: invalid params for box.lookup")
+    assert "'term' is a required property" in outcome.content
+    assert "limit: 'many' is not of type 'integer'" in outcome.content
+
+
+async def test_a_tool_error_and_a_crash_are_told_to_the_model(box: McpConnection) -> None:
+    executor = Executor(Registry(await server_specs(box)))
+    failed = await executor.run(ActionCall(id="c1", name="box.fail", params={}), context())
+    assert failed.status is StepStatus.FAILED
+    assert "box.fail failed: the tool answered with an error:" in failed.content
+    crashed = await executor.run(ActionCall(id="c2", name="box.crash", params={}), context())
+    assert crashed.status is StepStatus.FAILED
+    assert "MCP server 'box': tools/call 'crash' was cut short" in crashed.content
+    again = await executor.run(
+        ActionCall(id="c3", name="box.lookup", params={"term": "up"}), context()
+    )
+    assert again.content == "found up x3" and box.starts == 2
+
+
+async def test_a_server_that_cannot_start_is_left_out_and_named() -> None:
+    good = McpConnection(stdio_toolbox())
+    bad = McpConnection(server_config("ghost", {"command": "/nope", "env": {"K": TOKEN}}))
+    try:
+        specs, errors = await catalog_specs_and_errors([bad, good])
+    finally:
+        await good.close()
+        await bad.close()
+    assert specs and all(spec.name.startswith("box.") for spec in specs)
+    assert [error.server for error in errors] == ["ghost"]
+    assert TOKEN not in errors[0].message
