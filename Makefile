@@ -36,8 +36,9 @@ LLAMA_ENV = $$(bash scripts/ensure-llama-toolchain.sh)
 # Offline first: online, uv revalidates its cached copy of llama.cpp's source distribution with
 # the index and, when the answer does not prove it unchanged, files it as a new revision and
 # builds it again (the same file, the same hash: 15 minutes lost on every fresh clone). Offline,
-# uv takes the wheel its cache holds for these flags, in a second; with nothing cached the
-# offline attempt stops at once and the online one downloads and builds.
+# uv takes the newest revision its cache holds and that revision's wheel, in a second. An online
+# resolve (`uv lock`, `uv add`) still files a new revision: the next sync builds it, once. With
+# nothing cached the offline attempt stops at once and the online one downloads and builds.
 UV_SYNC_LOCAL = env $(LLAMA_ENV) $(UV) sync --frozen --inexact --group dev --group local
 SYNC_LOCAL = $(UV_SYNC_LOCAL) --offline 2>/dev/null || $(UV_SYNC_LOCAL)
 $(VENV)/.synced-local: $(VENV)/.synced
