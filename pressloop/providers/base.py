@@ -71,3 +71,23 @@ class Provider(Protocol):
     async def complete(self, request: ModelRequest) -> ModelResponse: ...
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]: ...
+
+
+class WrappedProvider:
+    """A provider around another one (retries, budgets): it answers as the inner provider does,
+    and a subclass adds its behaviour to `complete` and `stream`."""
+
+    def __init__(self, inner: Provider) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def model(self) -> str:
+        return self.inner.model
+
+    @property
+    def supports_tools(self) -> bool:
+        return self.inner.supports_tools

@@ -12,10 +12,17 @@ from collections.abc import AsyncIterator, Callable
 from pressloop.backoff import full_jitter
 from pressloop.clock import Sleep, real_sleep
 from pressloop.errors import ProviderError
-from pressloop.providers.base import ModelRequest, ModelResponse, Provider, StreamPart, TextDelta
+from pressloop.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    StreamPart,
+    TextDelta,
+    WrappedProvider,
+)
 
 
-class RetryingProvider:
+class RetryingProvider(WrappedProvider):
     """Wraps a `Provider`; retries `ProviderError(retryable=True)` up to `max_retries` times."""
 
     def __init__(
@@ -28,24 +35,12 @@ class RetryingProvider:
         sleep: Sleep = real_sleep,
         rand: Callable[[], float] = random.random,
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._max_retries = max(0, max_retries)
         self._base_s = base_s
         self._cap_s = cap_s
         self._sleep = sleep
         self._rand = rand
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    @property
-    def supports_tools(self) -> bool:
-        return self.inner.supports_tools
 
     async def aclose(self) -> None:
         close = getattr(self.inner, "aclose", None)

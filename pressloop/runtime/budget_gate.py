@@ -27,7 +27,13 @@ from pressloop.clock import Now
 from pressloop.config import Settings
 from pressloop.contracts import ActionContext, Usage
 from pressloop.errors import BudgetExceeded, BudgetSpent
-from pressloop.providers.base import ModelRequest, ModelResponse, Provider, StreamPart
+from pressloop.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    StreamPart,
+    WrappedProvider,
+)
 from pressloop.runtime.budgets import (
     ACTIONS,
     TOKENS,
@@ -156,24 +162,12 @@ class RunBudget:
         return BudgetedProvider(provider, self.before_model_call)
 
 
-class BudgetedProvider:
+class BudgetedProvider(WrappedProvider):
     """A provider whose every call first asks `check` (which raises when a budget is spent)."""
 
     def __init__(self, inner: Provider, check: Callable[[], Awaitable[None]]) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.check = check
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    @property
-    def supports_tools(self) -> bool:
-        return self.inner.supports_tools
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         await self.check()

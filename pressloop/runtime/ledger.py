@@ -26,42 +26,20 @@ class SessionLedger:
     async def intent(
         self, call: ActionCall, risk: Risk, context: ActionContext, snapshot: Any
     ) -> None:
-        now = self.session.now()
+        step, now = _step(call, risk, context), self.session.now()
 
         async def write(conn: AsyncConnection) -> None:
-            await ledger_store.record_intent(
-                conn,
-                run_id=context.run_id,
-                step_index=context.step_index,
-                thread_id=context.thread_id,
-                call_id=call.id,
-                action=call.name,
-                params=call.params,
-                risk=risk.value,
-                snapshot=snapshot,
-                now=now,
-            )
+            await ledger_store.record_intent(conn, step, snapshot=snapshot, now=now)
 
         await self.session.write(write)
 
     async def settled(
         self, call: ActionCall, risk: Risk, context: ActionContext, outcome: ActionOutcome
     ) -> None:
-        now = self.session.now()
+        step, now = _step(call, risk, context), self.session.now()
 
         async def write(conn: AsyncConnection) -> None:
-            await ledger_store.record_settled(
-                conn,
-                run_id=context.run_id,
-                step_index=context.step_index,
-                thread_id=context.thread_id,
-                call_id=call.id,
-                action=call.name,
-                params=call.params,
-                risk=risk.value,
-                outcome=outcome,
-                now=now,
-            )
+            await ledger_store.record_settled(conn, step, outcome=outcome, now=now)
 
         await self.session.write(write)
 
@@ -78,3 +56,15 @@ class SessionLedger:
             )
 
         await self.session.write(write)
+
+
+def _step(call: ActionCall, risk: Risk, context: ActionContext) -> ledger_store.LedgerStep:
+    return ledger_store.LedgerStep(
+        run_id=context.run_id,
+        step_index=context.step_index,
+        thread_id=context.thread_id,
+        call_id=call.id,
+        action=call.name,
+        params=call.params,
+        risk=risk.value,
+    )

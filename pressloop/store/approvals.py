@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pressloop.contracts import ActionOutcome, Risk, RunStatus, StepStatus
 from pressloop.store.ids import new_id
-from pressloop.store.ledger import fate_of, record_settled
+from pressloop.store.ledger import LedgerStep, fate_of, record_settled
 from pressloop.store.schema import action_ledger, approvals, runs
 
 PENDING = "pending"
@@ -221,8 +221,7 @@ async def close_cancelled(conn: AsyncConnection, *, now: datetime) -> list[Appro
         if record.risk == "read":
             continue  # reads are not ledgered
         message = f"cancelled: {record.action} did not run; {CANCELLED_NOTE}"
-        await record_settled(
-            conn,
+        step = LedgerStep(
             run_id=record.run_id,
             step_index=record.step_index,
             thread_id=record.thread_id,
@@ -230,6 +229,10 @@ async def close_cancelled(conn: AsyncConnection, *, now: datetime) -> list[Appro
             action=record.action,
             params=record.params,
             risk=record.risk,
+        )
+        await record_settled(
+            conn,
+            step,
             outcome=ActionOutcome(
                 status=StepStatus.CANCELLED,
                 content=message,

@@ -84,60 +84,49 @@ async def get_entry_by_id(conn: AsyncConnection, entry_id: int) -> LedgerEntry |
     return _entry(row) if row else None
 
 
+@dataclass(frozen=True, kw_only=True)
+class LedgerStep:
+    """Which step a ledger row is about: its run and index, and the call as it will run."""
+
+    run_id: str
+    step_index: int
+    thread_id: str
+    call_id: str
+    action: str
+    params: dict[str, Any]
+    risk: str
+
+    def columns(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "step_index": self.step_index,
+            "thread_id": self.thread_id,
+            "call_id": self.call_id,
+            "action": self.action,
+            "params": self.params,
+            "risk": self.risk,
+        }
+
+
 async def record_intent(
-    conn: AsyncConnection,
-    *,
-    run_id: str,
-    step_index: int,
-    thread_id: str,
-    call_id: str,
-    action: str,
-    params: dict[str, Any],
-    risk: str,
-    snapshot: Any,
-    now: datetime,
+    conn: AsyncConnection, step: LedgerStep, *, snapshot: Any, now: datetime
 ) -> None:
     await conn.execute(
         sa.insert(action_ledger).values(
-            run_id=run_id,
-            step_index=step_index,
-            thread_id=thread_id,
-            call_id=call_id,
-            action=action,
-            params=params,
-            risk=risk,
-            status="intent",
-            snapshot=snapshot,
-            created_at=now,
+            **step.columns(), status="intent", snapshot=snapshot, created_at=now
         )
     )
 
 
 async def record_settled(
-    conn: AsyncConnection,
-    *,
-    run_id: str,
-    step_index: int,
-    thread_id: str,
-    call_id: str,
-    action: str,
-    params: dict[str, Any],
-    risk: str,
-    outcome: ActionOutcome,
-    now: datetime,
+    conn: AsyncConnection, step: LedgerStep, *, outcome: ActionOutcome, now: datetime
 ) -> None:
     """Record a step that never reached the site with its outcome; a row already there for
     (run, step) is left as it is (a resumed turn decides the same step again)."""
     insert = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(
         action_ledger
     ).values(
-        run_id=run_id,
-        step_index=step_index,
-        thread_id=thread_id,
-        call_id=call_id,
-        action=action,
-        params=params,
-        risk=risk,
+        **step.columns(),
         status="done",
         outcome=outcome.model_dump(mode="json"),
         snapshot=None,
