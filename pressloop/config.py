@@ -242,6 +242,31 @@ class Settings(BaseSettings):
     # name under it (pressloop/actions/net/allowlist.py). Empty: no host is allowed.
     net_allow: str = Field(default="", validation_alias=_env("PRESSLOOP_NET_ALLOW"))
 
+    # MCP servers whose tools the agent uses (docs/configuration.md, "MCP servers"): a file in
+    # the desktop agents' format (unset: `<data dir>/mcp.json` when it exists), beside the
+    # servers stored in the settings; each call's deadline (a server may set its own), and the
+    # full-jitter backoff between restarts of a server that keeps dying.
+    mcp_config: Path | None = Field(default=None, validation_alias=_env("PRESSLOOP_MCP_CONFIG"))
+    mcp_timeout_s: float = Field(default=30.0, gt=0, validation_alias=_env("PRESSLOOP_MCP_TIMEOUT"))
+    mcp_restart_base_s: float = Field(
+        default=0.5, gt=0, validation_alias=_env("PRESSLOOP_MCP_RESTART_BASE")
+    )
+    mcp_restart_cap_s: float = Field(
+        default=30.0, gt=0, validation_alias=_env("PRESSLOOP_MCP_RESTART_CAP")
+    )
+    # Pressloop's own MCP server (`/mcp`, `pressloop mcp`): how long a tool call waits for its
+    # run before answering "still running" with the run's id.
+    mcp_call_wait_s: float = Field(
+        default=300.0, gt=0, validation_alias=_env("PRESSLOOP_MCP_CALL_WAIT")
+    )
+
+    def mcp_config_path(self) -> Path | None:
+        """The mcp.json to read: the one named, else the data directory's if it exists."""
+        if self.mcp_config is not None:
+            return self.mcp_config
+        default = self.data_dir / "mcp.json"
+        return default if default.exists() else None
+
     def resolved_database_url(self) -> str:
         if self.database_url:
             return self.database_url
