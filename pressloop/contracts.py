@@ -235,6 +235,9 @@ class Checkpoint(Contract):
     usage: Usage = Field(default_factory=Usage)
     assistant_text: str = ""
     elapsed_s: float = 0.0
+    # A direct call (an MCP client or the API calling one action): the turn runs the calls its
+    # messages already hold, through the same executor, and ends with their result; no model.
+    direct: bool = False
 
     @model_validator(mode="before")
     @classmethod

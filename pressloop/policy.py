@@ -29,7 +29,10 @@ TRIGGER_DEFAULTS: dict[Trigger, Policy] = {
         max_rounds=6, max_calls_per_round=6, wall_time_s=300, destructive=PolicyMode.DENY
     ),
     Trigger.API: Policy(max_rounds=8, max_calls_per_round=8, wall_time_s=600),
-    Trigger.MCP: Policy(max_rounds=8, max_calls_per_round=8, wall_time_s=600),
+    # An outside agent's client: its writes wait for a person too (DESIGN.md section 6).
+    Trigger.MCP: Policy(
+        max_rounds=8, max_calls_per_round=8, wall_time_s=600, write=PolicyMode.CONFIRM
+    ),
     # A parent woken by its child's report, with nobody watching: each wake run is also
     # tightened to the policy of the parent run that spawned the child (`runtime/reports.py`).
     Trigger.WAKE: Policy(max_rounds=6, max_calls_per_round=6, wall_time_s=300),

@@ -17,6 +17,7 @@ from pressloop.contracts import (
     ActionCall,
     ActionContext,
     ActionOutcome,
+    ErrorInfo,
     EventType,
     Role,
     StepStatus,
@@ -158,7 +159,28 @@ async def run_actions(state: TurnState, _step: RunActions) -> LoopStep:
         await state.save()
         if outcome.status is StepStatus.PENDING_APPROVAL:
             return await _park(state)
+    if state.checkpoint.direct:
+        return await _direct_answer(state)
     return CallModel()
+
+
+async def _direct_answer(state: TurnState) -> Finish:
+    """A direct call ends with its own result, not a model's reply: succeeded when its action
+    did, failed (naming the step's status and result) when it failed, was denied, refused or
+    rejected."""
+    step = state.checkpoint.steps[-1] if state.checkpoint.steps else None
+    answers = [
+        m.content
+        for m in state.checkpoint.messages
+        if m.role is Role.TOOL and step is not None and m.tool_call_id == step.call_id
+    ]
+    answer = answers[-1] if answers else "no action was called"
+    await state.deps.emit(EventType.MESSAGE, {"text": answer, "final": True, "by": "pressloop"})
+    if step is not None and step.status is StepStatus.SUCCEEDED:
+        return Finish(status=TurnStatus.SUCCEEDED, assistant_text=answer)
+    status = step.status.value if step is not None else "missing"
+    error = ErrorInfo(cls=f"Action{status.title().replace('_', '')}", message=answer)
+    return Finish(status=TurnStatus.FAILED, assistant_text=answer, error=error)
 
 
 async def _park(state: TurnState) -> Finish:

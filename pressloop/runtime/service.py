@@ -18,13 +18,14 @@ from typing import Any
 from pressloop.actions.registry import ActionSpec, Registry
 from pressloop.clock import Now, utc_now
 from pressloop.config import Settings
-from pressloop.contracts import Multitask, RunStatus, Trigger
+from pressloop.contracts import Checkpoint, Multitask, RunStatus, Trigger
 from pressloop.errors import Conflict, InvalidRequest, NotFound, PayloadTooLarge
 from pressloop.providers.base import Provider
 from pressloop.runtime.approvals import Approvals
 from pressloop.runtime.budget_gate import refuse_new_turn
 from pressloop.runtime.budgets import check_cooldown
 from pressloop.runtime.bus import EventBus
+from pressloop.runtime.direct_calls import direct_call
 from pressloop.runtime.enqueue import RunRequest, enqueue_run
 from pressloop.runtime.heartbeat_runs import Scheduler
 from pressloop.runtime.heartbeat_schedules import Schedules
@@ -232,12 +233,15 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
         idempotency_key: str | None = None,
         policy: dict[str, Any] | None = None,
         start_here: bool = False,
+        direct: Checkpoint | None = None,
     ) -> Submission:
         """Queue a run of `message` on the thread, following `multitask` if the thread is busy.
 
         `start_here`: this process runs a new run at once, claimed in the transaction that
         creates it (one transaction fewer a turn), instead of waking the worker (both at once
-        would race to claim it, and one claim would be wasted)."""
+        would race to claim it, and one claim would be wasted).
+        `direct`: the run executes the calls this checkpoint holds, with no model
+        (`call_action`); no cooldown (that spaces out a person's messages to the model)."""
         if message is not None:
             self._check_message(message)
             if not message.strip():
@@ -260,7 +264,8 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
                     raise Conflict(
                         f"thread {thread_id} is busy with run {active.id} ({active.status.value})"
                     )
-                await check_cooldown(conn, self.settings, user=user, trigger=trigger, now=now)
+                if direct is None:
+                    await check_cooldown(conn, self.settings, user=user, trigger=trigger, now=now)
                 await refuse_new_turn(conn, self.runner, user=user)  # 429 while a budget is spent
                 if active is not None and multitask is Multitask.INTERRUPT:
                     await run_store.request_cancel(
@@ -275,6 +280,7 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
                 policy=policy,
                 idempotency_key=idempotency_key,
                 multitask=multitask,
+                checkpoint=direct,
             )
             run, created = await enqueue_run(
                 conn, thread, request, now=now, max_attempts=self.settings.max_attempts
@@ -294,6 +300,36 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
         elif created and self.worker is not None:
             self.worker.wake()
         return Submission(run=run, created=created, started=started)
+
+    async def call_action(
+        self,
+        action: str,
+        params: dict[str, Any],
+        *,
+        user: str | None,
+        trigger: Trigger = Trigger.MCP,
+        thread_id: str | None = None,
+        idempotency_key: str | None = None,
+        start_here: bool = True,
+    ) -> Submission:
+        """Run one action directly (an MCP client's tool call): a run on the thread (a new one
+        if none is given) that passes the call through the executor under `trigger`'s policy
+        (approval, budget, ledger, events) and ends with its result, no model involved."""
+        spec = self.registry.get(action)
+        if spec is None:
+            raise NotFound(f"no action is named {action!r}")
+        start = direct_call(spec, params, user=user, trigger=trigger)
+        if thread_id is None:
+            thread_id = (await self.create_thread(title=start.title, created_by=user)).id
+        return await self.submit(
+            thread_id,
+            start.message,
+            trigger=trigger,
+            user=user,
+            idempotency_key=idempotency_key,
+            start_here=start_here,
+            direct=start.checkpoint,
+        )
 
     async def spawn(
         self,
