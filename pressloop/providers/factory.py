@@ -9,6 +9,7 @@ from pressloop.config import DEFAULT_BASE_URLS, DEFAULT_MODELS, Settings
 from pressloop.errors import ConfigurationError, ProviderNotConfigured
 from pressloop.providers.base import Provider
 from pressloop.providers.retrying import RetryingProvider
+from pressloop.providers.tool_names import NativeToolNames
 
 # Auto-detection order when PRESSLOOP_PROVIDER is not set: the first key found wins.
 _KEY_VARIABLES: dict[str, str] = {
@@ -45,7 +46,7 @@ def build_provider(settings: Settings, *, sleep: Sleep = real_sleep) -> Provider
 
         return build_local_provider(settings)
     return RetryingProvider(
-        _real_provider(name, settings),
+        NativeToolNames(_real_provider(name, settings)),
         max_retries=settings.provider_max_retries,
         base_s=settings.provider_retry_base_s,
         cap_s=settings.provider_retry_cap_s,

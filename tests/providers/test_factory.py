@@ -18,6 +18,7 @@ from pressloop.providers.base import ModelRequest, Provider
 from pressloop.providers.factory import build_provider
 from pressloop.providers.openai_chat import OpenAIChatProvider
 from pressloop.providers.retrying import RetryingProvider
+from pressloop.providers.tool_names import NativeToolNames
 from tests.support.processes import ISOLATED
 from tests.wire.anthropic_server import FakeAnthropicServer
 from tests.wire.openai_server import FakeOpenAIServer
@@ -52,7 +53,8 @@ async def noop_sleep(seconds: float) -> None:
 
 def unwrap(provider: Provider) -> Provider:
     assert isinstance(provider, RetryingProvider)
-    return provider.inner
+    assert isinstance(provider.inner, NativeToolNames)
+    return provider.inner.inner
 
 
 def test_nothing_configured_says_what_to_set() -> None:

@@ -21,7 +21,13 @@ from typing import Any
 
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from tests.wire.scripted_server import ErrorReply, RecordedRequest, Reply, ScriptedServer
+from tests.wire.scripted_server import (
+    ErrorReply,
+    RecordedRequest,
+    Reply,
+    ScriptedServer,
+    bad_tool_names,
+)
 
 # The `error.type` Anthropic sends, by status.
 ERROR_TYPES = {
@@ -59,6 +65,7 @@ class FakeAnthropicServer(ScriptedServer):
         # The API takes the key as `x-api-key`; newer SDKs send it as a bearer token.
         if not (request.headers.get("x-api-key") or request.headers.get("authorization")):
             problems.append("no API key (x-api-key or Authorization)")
+        problems += bad_tool_names(body, 128)
         system = body.get("system")
         if isinstance(system, list) and any(not b.get("text", "").strip() for b in system):
             problems.append("system: text content blocks must be non-empty")

@@ -19,7 +19,13 @@ from typing import Any
 
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from tests.wire.scripted_server import ErrorReply, RecordedRequest, Reply, ScriptedServer
+from tests.wire.scripted_server import (
+    ErrorReply,
+    RecordedRequest,
+    Reply,
+    ScriptedServer,
+    bad_tool_names,
+)
 
 # The `type` OpenAI puts in error bodies, by status.
 ERROR_TYPES = {
@@ -48,6 +54,7 @@ class FakeOpenAIServer(ScriptedServer):
         problems = [f"missing {key!r}" for key in ("model", "messages") if key not in body]
         if not request.headers.get("authorization", "").startswith("Bearer "):
             problems.append("no bearer token in the Authorization header")
+        problems += bad_tool_names(body, 64)
         open_calls: set[str] = set()
         for position, message in enumerate(body.get("messages", [])):
             role = message.get("role")

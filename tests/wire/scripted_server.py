@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import socket
 import threading
 from dataclasses import dataclass, field
@@ -313,3 +314,19 @@ class ScriptedServer:
 
     def render_error(self, error: ErrorReply) -> Response:
         return JSONResponse({"error": error.message}, status_code=error.status)
+
+
+def bad_tool_names(body: dict[str, Any], most: int) -> list[str]:
+    """The API's rule for tool names, in the tools and in the history's calls (a 400)."""
+    pattern = re.compile(rf"^[a-zA-Z0-9_-]{{1,{most}}}$")
+    names = [t.get("name") or (t.get("function") or {}).get("name") for t in body.get("tools", [])]
+    for message in body.get("messages", []):
+        names += [c["function"]["name"] for c in message.get("tool_calls") or []]
+        content = message.get("content")
+        if isinstance(content, list):
+            names += [b.get("name") for b in content if b.get("type") == "tool_use"]
+    return [
+        f"tool name {name!r} does not match {pattern.pattern}"
+        for name in names
+        if not pattern.match(str(name))
+    ]
