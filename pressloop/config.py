@@ -254,6 +254,11 @@ class Settings(BaseSettings):
     mcp_restart_cap_s: float = Field(
         default=30.0, gt=0, validation_alias=_env("PRESSLOOP_MCP_RESTART_CAP")
     )
+    # How often a process reads the servers stored in the settings again (the file: each turn,
+    # by its modification time).
+    mcp_config_poll_s: float = Field(
+        default=5.0, ge=0, validation_alias=_env("PRESSLOOP_MCP_CONFIG_POLL")
+    )
     # Pressloop's own MCP server (`/mcp`, `pressloop mcp`): how long a tool call waits for its
     # run before answering "still running" with the run's id.
     mcp_call_wait_s: float = Field(

@@ -293,6 +293,8 @@ class CatalogEntry(Contract):
     network: bool = False
     # Params whose values are never stored, shown or logged (their schema says `secret`).
     secret_params: list[str] = Field(default_factory=list)
+    # The MCP server whose tool this is (the prompt lists those in MCP_TOOL_CATALOG).
+    server: str | None = None
 
 
 class ActionContext(Contract):

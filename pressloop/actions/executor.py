@@ -228,13 +228,14 @@ class Executor:
             return action_failed(spec, failure)
         if found is not None:
             return succeeded(spec, found)
-        if spec.reconcile is None:
+        if spec.reconcile is None and not spec.idempotent:
             return unknown(
                 f"the outcome of {spec.name} is unknown: the worker stopped while it ran. "
                 "Check whether it took effect before trying again.",
                 spec,
             )
-        return await self._execute_written(spec, params, context)  # it had not happened
+        # It had not happened, or it does no harm to do again.
+        return await self._execute_written(spec, params, context)
 
     async def _execute_written(
         self, spec: ActionSpec, params: Any, context: ActionContext

@@ -96,6 +96,11 @@ class ActionSpec:
     untrusted_output: bool = False
     sensitive: bool | Sensitivity = False
     changes_site_context: bool = False
+    # The outside MCP server whose tool this is (None: Pressloop's own action).
+    server: str | None = None
+    # Running it twice does what running it once does: a step interrupted with no way to look
+    # (no `reconcile`) is run again instead of being reported as of unknown outcome.
+    idempotent: bool = False
     reconcile: Reconciler | None = None
     preview: Previewer | None = None
     snapshot: Snapshotter | None = None
@@ -110,6 +115,7 @@ class ActionSpec:
             params_schema=schema,
             network=self.network,
             secret_params=secret_fields(schema),
+            server=self.server,
         )
 
     def secret_params(self) -> list[str]:
@@ -141,6 +147,19 @@ class Registry:
             raise ValueError(f"action {spec.name!r} is registered twice")
         self._specs[spec.name] = spec
         self._catalog = None
+
+    def replace_server(self, server: str, specs: Iterable[ActionSpec]) -> None:
+        """An MCP server's tools now: those it had go, these come (none: it is gone)."""
+        for name in [n for n, spec in self._specs.items() if spec.server == server]:
+            del self._specs[name]
+        self._catalog = None
+        for spec in specs:
+            if spec.server != server:
+                raise ValueError(f"action {spec.name!r} is not a tool of {server!r}")
+            self.register(spec)
+
+    def servers(self) -> set[str]:
+        return {spec.server for spec in self._specs.values() if spec.server is not None}
 
     def get(self, name: str) -> ActionSpec | None:
         return self._specs.get(name)

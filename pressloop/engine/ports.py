@@ -51,6 +51,8 @@ class PromptContext:
     instructions: str = ""
     agent_files: dict[str, str] = field(default_factory=dict)
     site_context: str = ""
+    # What the runtime says of the MCP servers beside their tools (one that is down); the
+    # tools themselves come with the catalog (`CatalogEntry.server`).
     mcp_tool_catalog: str = ""
     memory_context: str = ""
     # The untrusted memories MEMORY_CONTEXT shows: while there is one, the turn is tainted.

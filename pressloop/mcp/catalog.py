@@ -111,6 +111,8 @@ def tool_spec(connection: McpConnection, tool: mcp_types.Tool) -> ActionSpec | N
         risk=risk,
         handler=_handler(connection, tool.name, risk),
         untrusted_output=True,
+        server=connection.name,
+        idempotent=bool(tool.annotations and tool.annotations.idempotent_hint),
     )
 
 

@@ -105,13 +105,22 @@ class McpConnection:
         monotonic: Monotonic = time.monotonic,
         rand: Callable[[], float] = random.random,
         on_tools_changed: Callable[[], None] | None = None,
+        restart_base_s: float = RESTART_BACKOFF_BASE_S,
+        restart_cap_s: float = RESTART_BACKOFF_CAP_S,
+        fail_fast: bool = False,
     ) -> None:
+        """`fail_fast`: while a server that failed waits for its next start, a use says so at
+        once (a turn is not held up by it) instead of waiting out the backoff."""
         self.server = server
         self._transport = transport
         self._sleep = sleep
         self._monotonic = monotonic
         self._rand = rand
         self._on_tools_changed = on_tools_changed
+        self._restart_base_s = restart_base_s
+        self._restart_cap_s = restart_cap_s
+        self._fail_fast = fail_fast
+        self.last_failure: str | None = None  # why it last failed to start or was lost
         self._live: _Live | None = None
         self._lock = asyncio.Lock()
         self._failures = 0  # consecutive deaths and failed starts, for the restart backoff
@@ -169,6 +178,7 @@ class McpConnection:
                 return live
             if live is not None:
                 self._live = None
+                self.last_failure = live.lost
                 await _stop(live)
             await self._back_off()
             live = _Live()
@@ -180,8 +190,10 @@ class McpConnection:
                 )
             except BaseException as failure:
                 self._failed()
+                self.last_failure = str(failure) or type(failure).__name__
                 await _stop(live)
                 if isinstance(failure, McpServerError):
+                    self.last_failure = failure.message
                     raise
                 if isinstance(failure, TimeoutError):
                     raise McpServerError(
@@ -197,11 +209,16 @@ class McpConnection:
             return
         delay = full_jitter(
             self._failures,
-            base_s=RESTART_BACKOFF_BASE_S,
-            cap_s=RESTART_BACKOFF_CAP_S,
+            base_s=self._restart_base_s,
+            cap_s=self._restart_cap_s,
             rand=self._rand,
         )
         remaining = delay - (self._monotonic() - self._failed_at)
+        if remaining > 0 and self._fail_fast:
+            why = self.last_failure or "it failed"
+            raise McpServerError(
+                self.name, f"is down ({why}); it is started again in {remaining:.1f} s"
+            )
         if remaining > 0:
             await self._sleep(remaining)
 

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +77,9 @@ class Runner:
     site_context: SiteContextSource | None = None
     # Told about runs this runner queued (a woken parent), so a worker can start them at once.
     on_queued: Callable[[str], None] | None = None
+    # Before each turn: the outside MCP servers' tools brought into the registry; returns what
+    # MCP_TOOL_CATALOG says of the servers beyond their tools (`runtime/mcp_tools.py`).
+    outside_tools: Callable[[], Awaitable[str]] | None = None
     now: Now = utc_now
     monotonic: Monotonic = time.monotonic
     rand: Callable[[], float] = random.random
@@ -251,7 +254,9 @@ class Runner:
         if context.refusal is not None:
             await session.emit(EventType.ERROR, context.refusal.info().model_dump())
             return TurnResult(status=TurnStatus.FAILED, error=context.refusal.info())
+        notes = await self.outside_tools() if self.outside_tools is not None else ""
         deps = self._deps(run, context, provider, session)
+        deps.prompt.mcp_tool_catalog = notes
         parts.deps = deps
         parts.actions = deps.actions = ActionsInFlight(deps.actions)
         if self.site_context is not None:

@@ -30,6 +30,7 @@ from pressloop.runtime.enqueue import RunRequest, enqueue_run
 from pressloop.runtime.heartbeat_runs import Scheduler
 from pressloop.runtime.heartbeat_schedules import Schedules
 from pressloop.runtime.kill_switch import refuse_if_disabled
+from pressloop.runtime.mcp_tools import McpTools
 from pressloop.runtime.outcome import cancelled_transcript
 from pressloop.runtime.overview_reads import OverviewReads
 from pressloop.runtime.runner import Runner
@@ -86,6 +87,8 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
         )
         # The actions' services and the site's pack, from Settings (closed with the service).
         self.wiring = wire_actions(settings, database, now)
+        # The outside MCP servers' tools, brought into the registry before each turn.
+        self.mcp_tools = McpTools(settings, database, self.registry)
         self.runner = Runner(
             database=database,
             settings=settings,
@@ -96,6 +99,7 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
             services=self.wiring.services,
             site_context=self.wiring.site_context,
             on_queued=self._queued,
+            outside_tools=self.mcp_tools.refresh,
             now=now,
         )
         self._provider = provider
@@ -192,6 +196,7 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.runner.close()
+        await self.mcp_tools.aclose()
         close = getattr(self._provider, "aclose", None)
         if close is not None:
             await close()
@@ -315,6 +320,8 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
         """Run one action directly (an MCP client's tool call): a run on the thread (a new one
         if none is given) that passes the call through the executor under `trigger`'s policy
         (approval, budget, ledger, events) and ends with its result, no model involved."""
+        if self.registry.get(action) is None:
+            await self.mcp_tools.refresh()  # an outside server's tool, not listed here yet
         spec = self.registry.get(action)
         if spec is None:
             raise NotFound(f"no action is named {action!r}")
@@ -373,6 +380,8 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
         params: dict[str, Any] | None = None,
     ) -> ApprovalRecord:
         """Approve (optionally with edited params) or reject; the run resumes either way."""
+        # Edited params are checked against the action's model: an outside tool's included.
+        await self.mcp_tools.refresh()
         decided = await self.approvals.decide(
             approval_id, approve=approve, by=by, note=note, params=params
         )
@@ -380,6 +389,7 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
         return decided
 
     async def undo(self, entry_id: int, *, by: str | None) -> dict[str, Any]:
+        await self.mcp_tools.refresh()  # an outside tool's step says it cannot be undone
         return await self.undoer.undo(entry_id, by=by)
 
     async def run_now(self, run_id: str) -> RunRecord | None:
