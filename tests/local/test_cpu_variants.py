@@ -8,7 +8,12 @@ import json
 import platform
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
+
+from pressloop.config import Settings
+from pressloop.providers.local import backends
+from pressloop.providers.local.model_file import ModelPlace
 
 # What each x86-64 variant is compiled for, as llama.cpp's own CMake lists them
 # (ggml/src/CMakeLists.txt, GGML_CPU_ALL_VARIANTS), in the names its backend reports.
@@ -111,3 +116,67 @@ def test_a_variant_this_cpu_cannot_run_is_refused_with_a_clear_error() -> None:
         )
         assert refused.returncode == 1
         assert "this CPU cannot run" in refused.stderr, refused.stderr
+
+
+# A CPU backend library that scores best and dies of SIGILL when it starts, as the
+# sapphirerapids variant did on a hypervisor reporting AMX it did not run (ud2 is SIGILL).
+TRAP_LIBRARY = """
+int ggml_backend_score(void) { return 1 << 20; }
+void *ggml_backend_init(void) { __builtin_trap(); return 0; }
+"""
+
+
+def test_a_variant_that_dies_in_its_probe_is_passed_over_and_the_verdict_kept(
+    tmp_path: Path, local_settings: Settings
+) -> None:
+    model = tmp_path / "model.gguf"
+    model.symlink_to(ModelPlace.from_settings(local_settings).installed)
+    source = tmp_path / "trap.c"
+    source.write_text(TRAP_LIBRARY, encoding="utf-8")
+    trap = tmp_path / "libggml-cpu-trap.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(trap), str(source)], check=True)
+    variants = {v.name: v for v in backends.package_variants()}
+    baseline = variants["x64" if platform.machine() == "x86_64" else min(variants)]
+    trapping = backends.Variant(name="trap", path=trap, score=1 << 20)
+
+    verdict = backends.probe(trapping, model)
+    assert verdict is not None and verdict.startswith("SIGILL"), verdict
+    assert backends.probe(baseline, model) == backends.OK
+
+    runnable, failed = backends.probed_variants([baseline, trapping], model)
+    assert [v.name for v in runnable] == [baseline.name] and list(failed) == ["trap"]
+    kept = json.loads(backends.verdict_file(model).read_text(encoding="utf-8"))
+    assert kept == {"trap": verdict, baseline.name: "ok"}
+    # Kept per CPU: the next start does not probe again (a probe would need the library).
+    trap.unlink()
+    assert backends.probed_variants([baseline, trapping], model)[1] == {"trap": verdict}
+
+
+def test_the_model_process_runs_a_variant_that_passed_its_probe(
+    local_settings: Settings,
+) -> None:
+    model = ModelPlace.from_settings(local_settings).installed
+    report = load_with_model(model)
+    kept = json.loads(backends.verdict_file(model).read_text(encoding="utf-8"))
+    assert kept[report["variant"]] == "ok", (report, kept)
+    for name, why in report["passed_over"].items():
+        assert kept[name] == why and report["offered"][name] >= report["score"]
+
+
+def load_with_model(model: Path) -> dict[str, Any]:
+    """A fresh process picks its variant as the model process does, probing with the model."""
+    code = (
+        "import json, sys; from pathlib import Path;"
+        "from pressloop.providers.local.backends import load_cpu_backend;"
+        "print(json.dumps(load_cpu_backend(probe_model=Path(sys.argv[1])).as_dict()))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(model)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report

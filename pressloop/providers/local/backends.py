@@ -10,6 +10,13 @@ with "no backends are loaded"), so the model process calls `load_cpu_backend` fi
 every variant, as ggml's own loader does, and loads the best one, or the one named by
 PRESSLOOP_LOCAL_CPU_VARIANT (benchmarks, tests) when this CPU can run it.
 
+A score says what the CPU reports, not what runs: on an Intel Xeon under a hypervisor that
+reports AMX, the sapphirerapids variant scored best and died of SIGILL on its first AMX tile
+instruction in a matrix product. So, given the model, the best variant is first tried in a
+process of its own (`probe`: load it, read a short prompt, generate two tokens) and passed over
+when that process dies; the verdicts are kept beside the model, per CPU (its model name and
+flags) and llama.cpp version, so each machine probes once, and another CPU probes again.
+
 Runs only inside the model's own process (or a process that is about to load a model): a
 library built for another CPU can only hurt the process that loads it.
 """
@@ -18,8 +25,14 @@ from __future__ import annotations
 
 import _ctypes
 import ctypes
+import hashlib
+import json
+import logging
 import os
 import re
+import signal
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -28,8 +41,15 @@ import llama_cpp  # loads libllama, and with it ggml (by soname)
 
 from pressloop.errors import ConfigurationError
 
+log = logging.getLogger(__name__)
+
 # libggml-cpu-<variant>.so; a build without variants has one libggml-cpu.so ("single").
 _VARIANT_FILE = re.compile(r"^libggml-cpu(?:-(?P<name>.+))?\.so$")
+# A probe loads the model and reads a few dozen tokens: seconds, unless the machine is swamped.
+PROBE_TIMEOUT_S = 300.0
+# Long enough to take the batched matrix products (several tiles), then one token at a time.
+PROBE_PROMPT = "Pressloop checks that this CPU runs the model. " * 8
+OK = "ok"
 
 
 class _Feature(ctypes.Structure):
@@ -66,6 +86,8 @@ class CpuBackend:
 
     chosen: Variant
     offered: list[Variant] = field(default_factory=list)
+    # Variants that scored higher but failed their probe on this CPU: name -> how they died.
+    passed_over: dict[str, str] = field(default_factory=dict)
     # The features the chosen library was compiled with, as it reports them (e.g. AVX2: 1).
     features: dict[str, str] = field(default_factory=dict)
     llama_cpp_version: str = llama_cpp.__version__
@@ -78,9 +100,10 @@ class CpuBackend:
         """One line for `pressloop doctor` and logs."""
         if self.chosen.name == "built-in":
             return "CPU backend built in (one build, no variants)"
+        passed = "".join(f"; {name} passed over: {why}" for name, why in self.passed_over.items())
         return (
             f"CPU variant {self.chosen.name} (best of {len(self.runnable)} this CPU runs, "
-            f"{len(self.offered)} built)"
+            f"{len(self.offered)} built{passed})"
         )
 
     def as_dict(self) -> dict[str, object]:
@@ -89,6 +112,7 @@ class CpuBackend:
             "path": str(self.chosen.path) if self.chosen.path else None,
             "score": self.chosen.score,
             "offered": {v.name: v.score for v in self.offered},
+            "passed_over": self.passed_over,
             "features": self.features,
             "llama_cpp_version": self.llama_cpp_version,
         }
@@ -132,9 +156,10 @@ def _score(path: Path) -> int | None:
         _ctypes.dlclose(library._handle)
 
 
-def load_cpu_backend(forced: str | None = None) -> CpuBackend:
+def load_cpu_backend(forced: str | None = None, *, probe_model: Path | None = None) -> CpuBackend:
     """Load the best CPU variant this CPU runs (or `forced`: a variant's name, or the path of a
-    CPU backend library built elsewhere), once per process. Raises ConfigurationError when no
+    CPU backend library built elsewhere), once per process. With `probe_model`, the best one
+    whose probe with that model passes (see the module). Raises ConfigurationError when no
     variant fits."""
     global _loaded
     if _loaded is not None:
@@ -150,12 +175,98 @@ def load_cpu_backend(forced: str | None = None) -> CpuBackend:
         )
         return _loaded
     runnable = [v for v in offered if v.score > 0]
+    passed_over: dict[str, str] = {}
+    if not forced and probe_model is not None:
+        runnable, passed_over = probed_variants(runnable, probe_model)
     chosen = _choose(offered, runnable, forced)
     assert chosen.path is not None
     if not _ggml.ggml_backend_load(str(chosen.path).encode()):
         raise ConfigurationError(f"llama.cpp could not load its CPU backend {chosen.path}")
-    _loaded = CpuBackend(chosen=chosen, offered=offered, features=_cpu_features())
+    _loaded = CpuBackend(
+        chosen=chosen, offered=offered, passed_over=passed_over, features=_cpu_features()
+    )
     return _loaded
+
+
+def cpu_identity() -> str:
+    """This CPU as the verdicts are kept: its model name and feature flags, and the machine."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    wanted = ("model name", "flags", "Features", "CPU part")
+    lines = sorted({line.strip() for line in text.splitlines() if line.startswith(wanted)})
+    return "\n".join([os.uname().machine, *lines])
+
+
+def verdict_file(model: Path) -> Path:
+    digest = hashlib.sha256(f"{cpu_identity()}\n{llama_cpp.__version__}".encode()).hexdigest()
+    return model.parent / "cpu-variants" / f"{digest[:16]}.json"
+
+
+def probed_variants(runnable: list[Variant], model: Path) -> tuple[list[Variant], dict[str, str]]:
+    """The runnable variants from the best down to the first whose probe passes (the rest are
+    not probed), less those that failed; and how the failed ones died."""
+    path = verdict_file(model)
+    try:
+        verdicts: dict[str, str] = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        verdicts = {}
+    failed: dict[str, str] = {}
+    ordered = sorted(runnable, key=lambda v: v.score, reverse=True)
+    for variant in ordered:
+        verdict = verdicts.get(variant.name)
+        if verdict is None:
+            verdict = probe(variant, model)
+            if verdict is not None:  # None: the probe could not tell (timed out)
+                verdicts[variant.name] = verdict
+                _save_verdicts(path, verdicts)
+        if verdict is None or verdict == OK:
+            break
+        log.warning("llama.cpp's %s variant fails on this CPU: %s", variant.name, verdict)
+        failed[variant.name] = verdict
+    return [v for v in ordered if v.name not in failed], failed
+
+
+def _save_verdicts(path: Path, verdicts: dict[str, str]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(verdicts, indent=1, sort_keys=True), encoding="utf-8")
+        temporary.replace(path)
+    except OSError as problem:  # a read-only cache: the probe runs again next start
+        log.warning("could not keep the CPU variant verdicts in %s: %s", path, problem)
+
+
+def probe(variant: Variant, model: Path, *, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
+    """Run `variant` on `model` in a process of its own: "ok", how it died ("SIGILL, ..."), or
+    None when it did not finish in time (no verdict: it may only be a busy machine)."""
+    command = [sys.executable, "-m", __name__, "--probe", str(variant.path), str(model)]
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except subprocess.TimeoutExpired:
+        log.warning("the probe of llama.cpp's %s variant took over %g s", variant.name, timeout_s)
+        return None
+    if done.returncode == 0:
+        return OK
+    last = (done.stderr.strip().splitlines() or ["(no output)"])[-1][:300]
+    if done.returncode < 0:
+        number = -done.returncode
+        name = signal.Signals(number).name if number in signal.valid_signals() else str(number)
+        return f"{name} in a test decision (last output: {last})"
+    return f"exit status {done.returncode} in a test decision (last output: {last})"
+
+
+def _run_probe(library: str, model: str) -> int:
+    """The probe's own process: load the library and the model, read a prompt, generate."""
+    load_cpu_backend(library)
+    llama = llama_cpp.Llama(
+        model_path=model, n_ctx=512, n_batch=512, n_threads=os.cpu_count() or 1, verbose=False
+    )
+    llama.create_completion(PROBE_PROMPT, max_tokens=2, temperature=0.0)
+    return 0
 
 
 def _choose(offered: list[Variant], runnable: list[Variant], forced: str | None) -> Variant:
@@ -214,9 +325,8 @@ def system_info() -> str:
 def main(argv: list[str]) -> int:
     """`python -m pressloop.providers.local.backends [VARIANT]`: load the CPU backend (the best
     one, or VARIANT) and print what was chosen as JSON, with llama.cpp's system info."""
-    import json
-    import sys
-
+    if argv[:1] == ["--probe"] and len(argv) == 3:
+        return _run_probe(argv[1], argv[2])
     try:
         backend = load_cpu_backend(argv[0] if argv else None)
     except ConfigurationError as problem:
@@ -227,6 +337,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    import sys
-
     sys.exit(main(sys.argv[1:]))

@@ -41,7 +41,7 @@ class LocalModel:
     def __init__(self, options: ModelOptions) -> None:
         self.options = options
         # Before any model is loaded: llama.cpp has no CPU backend until one is chosen.
-        self.backend: CpuBackend = load_cpu_backend(options.cpu_variant)
+        self.backend: CpuBackend = load_cpu_backend(options.cpu_variant, probe_model=options.path)
         self._llama: llama_cpp.Llama | None = None
         self._grammars: dict[str, LlamaGrammar] = {}
         self.load_seconds: float | None = None
