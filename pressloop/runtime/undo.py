@@ -51,6 +51,11 @@ class Undo:
         if entry is None:
             raise NotFound(f"ledger entry {entry_id} does not exist")
         spec = self.registry.get(entry.action)
+        if spec is not None and spec.server is not None:
+            raise Conflict(
+                f"{entry.action} is a tool of the MCP server {spec.server}: what it did cannot "
+                "be undone from Pressloop"
+            )
         if spec is None or spec.undo is None:
             raise Conflict(f"{entry.action} cannot be undone")
         run_status = await self._run_status(entry.run_id)

@@ -8,7 +8,10 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from pressloop.contracts import RunStatus, StepStatus, Trigger
+from pressloop.errors import Conflict
 from pressloop.runtime.service import Service
 from pressloop.store import settings_repo
 from tests.conftest import FakeClock
@@ -87,6 +90,8 @@ async def test_a_destructive_tool_waits_for_approval_then_runs_once(
     assert [(e.action, e.status) for e in ledger] == [("box.purge", "done")]
     told = service.scripted.requests[1].messages[-1].content  # type: ignore[attr-defined]
     assert "purged cache" in told
+    with pytest.raises(Conflict, match="tool of the MCP server box: what it did cannot be undone"):
+        await service.undo(ledger[0].id, by="owner")
 
 
 async def test_after_a_tools_result_a_destructive_action_needs_a_person_whatever_the_policy(
