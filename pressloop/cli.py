@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -22,6 +23,7 @@ from pressloop.cli_common import (
     opened,
     run_command,
 )
+from pressloop.cli_mcp_servers import mcp_servers_app
 from pressloop.cli_render import (
     EventPrinter,
     events_table,
@@ -53,6 +55,7 @@ app.add_typer(token_app, name="token")
 app.add_typer(db_app, name="db")
 app.add_typer(schedules_app, name="schedules")
 app.add_typer(approvals_app, name="approvals")
+app.add_typer(mcp_servers_app, name="mcp-servers")
 
 
 FAILED = {RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.CANCELLED, RunStatus.DEAD}
@@ -98,6 +101,29 @@ def worker(
         return 0
 
     run_command(work())
+
+
+class McpRole(StrEnum):
+    OPERATOR = "operator"
+    ADMIN = "admin"
+
+
+@app.command()
+def mcp(
+    role: Annotated[
+        McpRole,
+        typer.Option(help="What the agent may do: operator (chat, act), admin (also approve)."),
+    ] = McpRole.OPERATOR,
+) -> None:
+    """Serve MCP over stdio for a desktop or IDE agent, acting as the local user."""
+    from pressloop.mcp_server.caller import Caller
+    from pressloop.mcp_server.stdio import serve_stdio
+
+    async def start() -> int:
+        caller = Caller(name=local_user(), role=role.value)
+        return await serve_stdio(load_settings(), caller)
+
+    run_command(start())
 
 
 # chat ------------------------------------------------------------------------------------------

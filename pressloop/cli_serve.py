@@ -16,6 +16,9 @@ from pressloop.api import create_app
 from pressloop.cli_checks import site_credentials
 from pressloop.config import Settings
 from pressloop.errors import PressloopError
+from pressloop.mcp_server.http import mount_mcp
+from pressloop.observability.exposition import check_open_metrics_address
+from pressloop.observability.logs import configure_logging
 from pressloop.private_files import private_dir, write_private
 from pressloop.runtime.service import Service
 from pressloop.ui import mount_ui
@@ -106,6 +109,9 @@ async def serve_api(
 ) -> int:
     host = host or settings.host
     port = settings.port if port is None else port
+    if settings.metrics_public:  # /metrics without a token: a loopback or private address only
+        check_open_metrics_address(host, "PRESSLOOP_METRICS_PUBLIC")
+    configure_logging(settings)  # PRESSLOOP_LOG_FORMAT: uvicorn's lines go the same way
     site = None
     private_dir(settings.data_dir)  # before anything is kept in it: the database, the site
     if wordpress:
@@ -118,7 +124,10 @@ async def serve_api(
         # PRESSLOOP_SERVE_RUNS=0: no turn runs here, only in `pressloop worker` processes.
         service.runs_turns = settings.serve_runs
         app = mount_ui(create_app(service, run_worker=settings.serve_runs, run_scheduler=True))
-        server = Server(uvicorn.Config(app, host=host, port=port, log_level="info"))
+        mount_mcp(app, service)  # MCP over streamable HTTP at /mcp
+        server = Server(
+            uvicorn.Config(app, host=host, port=port, log_level="info", log_config=None)
+        )
         address = f"http://{host}:{port}"
         console.print(f"Pressloop API on [bold]{address}[/] (docs at /docs)")
         first = (settings.data_dir / "admin-token").resolve()

@@ -209,6 +209,28 @@ class Settings(BaseSettings):
     scheduler_poll_s: float = Field(default=5.0, validation_alias=_env("PRESSLOOP_SCHEDULER_POLL"))
     event_poll_s: float = Field(default=0.2, validation_alias=_env("PRESSLOOP_EVENT_POLL"))
 
+    # Metrics and logs (docs/operations.md, "Metrics and logs"): `pressloop serve`'s /metrics
+    # needs an admin token unless PRESSLOOP_METRICS_PUBLIC (loopback or private address only);
+    # a worker serves its own on PRESSLOOP_METRICS_PORT (off when unset) at METRICS_HOST;
+    # histogram buckets in seconds, comma-separated ('' for the defaults); log format and level.
+    metrics_public: bool = Field(default=False, validation_alias=_env("PRESSLOOP_METRICS_PUBLIC"))
+    metrics_port: int | None = Field(
+        default=None, ge=0, le=65535, validation_alias=_env("PRESSLOOP_METRICS_PORT")
+    )
+    metrics_host: str = Field(default="127.0.0.1", validation_alias=_env("PRESSLOOP_METRICS_HOST"))
+    metrics_run_buckets: str = Field(
+        default="", validation_alias=_env("PRESSLOOP_METRICS_RUN_BUCKETS")
+    )
+    metrics_model_buckets: str = Field(
+        default="", validation_alias=_env("PRESSLOOP_METRICS_MODEL_BUCKETS")
+    )
+    log_format: Literal["auto", "text", "json"] = Field(
+        default="auto", validation_alias=_env("PRESSLOOP_LOG_FORMAT")
+    )
+    log_level: Literal["debug", "info", "warning", "error", "DEBUG", "INFO", "WARNING", "ERROR"] = (
+        Field(default="info", validation_alias=_env("PRESSLOOP_LOG_LEVEL"))
+    )
+
     # Requests.
     max_message_chars: int = Field(
         default=32_000, validation_alias=_env("PRESSLOOP_MAX_MESSAGE_CHARS")
@@ -253,6 +275,10 @@ class Settings(BaseSettings):
     )
     mcp_restart_cap_s: float = Field(
         default=30.0, gt=0, validation_alias=_env("PRESSLOOP_MCP_RESTART_CAP")
+    )
+    # How long a turn waits for servers still starting (their tools come in a later turn).
+    mcp_list_wait_s: float = Field(
+        default=10.0, ge=0, validation_alias=_env("PRESSLOOP_MCP_LIST_WAIT")
     )
     # How often a process reads the servers stored in the settings again (the file: each turn,
     # by its modification time).

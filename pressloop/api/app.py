@@ -18,7 +18,9 @@ from pressloop.api import (
     agents,
     approvals,
     ledger,
+    mcp_servers,
     meta,
+    metrics,
     runs,
     schedules,
     settings,
@@ -105,8 +107,10 @@ def create_app(
     app.state.service = service
     app.state.sse_ping_s = sse_ping_s
     app.state.streams = StreamTracker()
+    service.metrics.watch_streams(lambda: app.state.streams.open)  # pressloop_sse_streams_open
     install_error_handlers(app)
     app.include_router(meta.router)
+    app.include_router(metrics.router)  # GET /metrics
     app.include_router(tokens.router)
     app.include_router(threads.router)
     app.include_router(runs.router)
@@ -115,6 +119,7 @@ def create_app(
     app.include_router(ledger.router)
     app.include_router(agents.router)
     app.include_router(settings.router)
+    app.include_router(mcp_servers.router)
     document_errors(app)  # what each route can answer, in the OpenAPI document
     if docs:
         mount_docs(app)

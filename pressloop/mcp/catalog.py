@@ -3,7 +3,13 @@
 The risk comes from the tool's annotations (readOnlyHint -> read, destructiveHint ->
 destructive, otherwise write), unless the owner set one for the server or the tool (`off`
 leaves the tool out). Params are the JSON object the tool's inputSchema describes, validated
-with jsonschema; results are content others wrote, so every result is untrusted.
+with jsonschema by the draft its `$schema` declares (2020-12 when it declares none); the model
+is shown the schema without `$schema`. Results are content others wrote, so every result is
+untrusted.
+
+A tool whose `execution.taskSupport` is "required" can only be run as an MCP task (the server
+answers a plain tools/call with an error); Pressloop does not run tasks, so such a tool is left
+out, as if the owner had turned it off.
 """
 
 from __future__ import annotations
@@ -35,10 +41,11 @@ class ToolParams(RootModel[dict[str, Any]]):
     tool's own schema, as the server wrote it."""
 
     input_schema: ClassVar[dict[str, Any]] = {"type": "object"}
+    validator_class: ClassVar[Any] = jsonschema.Draft202012Validator  # its $schema's draft
 
     @model_validator(mode="after")
     def _fits_schema(self) -> ToolParams:
-        validator = jsonschema.Draft202012Validator(self.input_schema)
+        validator = self.validator_class(self.input_schema)
         problems = sorted(validator.iter_errors(self.root), key=lambda e: list(e.absolute_path))
         if problems:
             text = "; ".join(_problem(problem) for problem in problems[:8])
@@ -47,7 +54,10 @@ class ToolParams(RootModel[dict[str, Any]]):
 
     @classmethod
     def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        return copy.deepcopy(cls.input_schema)
+        """The tool's schema as the model reads it: `$schema` (which draft) says nothing to it."""
+        schema = copy.deepcopy(cls.input_schema)
+        schema.pop("$schema", None)
+        return schema
 
 
 def _problem(error: jsonschema.ValidationError) -> str:
@@ -58,9 +68,11 @@ def _problem(error: jsonschema.ValidationError) -> str:
 def params_model(name: str, input_schema: dict[str, Any]) -> type[ToolParams]:
     """A params model for one tool's inputSchema (refused at once if the schema is broken)."""
     schema = dict(input_schema) or {"type": "object"}
-    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    validator.check_schema(schema)
     model_name = "".join(part.capitalize() for part in _words(name)) + "Params"
-    return type(model_name, (ToolParams,), {"input_schema": schema, "__module__": __name__})
+    fields = {"input_schema": schema, "validator_class": validator, "__module__": __name__}
+    return type(model_name, (ToolParams,), fields)
 
 
 def _words(name: str) -> list[str]:
@@ -97,8 +109,16 @@ def result_text(result: mcp_types.CallToolResult) -> str:
     return text
 
 
+def needs_tasks(tool: mcp_types.Tool) -> bool:
+    """Whether the tool runs only as an MCP task, which Pressloop cannot call."""
+    return tool.execution is not None and tool.execution.task_support == "required"
+
+
 def tool_spec(connection: McpConnection, tool: mcp_types.Tool) -> ActionSpec | None:
-    """The action for one tool of a connected server, or None when the owner turned it off."""
+    """The action for one tool of a connected server, or None when the owner turned it off or
+    it runs only as a task."""
+    if needs_tasks(tool):
+        return None
     risk = tool_risk(tool, connection.server.override(tool.name))
     if risk is None:
         return None

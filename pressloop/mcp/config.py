@@ -7,12 +7,20 @@ plus Pressloop's own optional keys per server: `risk` (one risk, or `off`, for e
 `tools` ({"tool_name": "read" | "write" | "destructive" | "off"}) and `timeout_s`.
 
 Env values and headers carry API keys: they are `SecretStr`s, so reprs, logs and validation
-errors show them masked; only the transports read their values.
+errors show them masked; only the transports read their values. A value may hold references
+`${env:NAME}` (VS Code's mcp.json form), replaced by the service's environment variable when
+the transport reads it (`env_values()`, `header_values()`); a variable that is not set is a
+ConfigurationError naming the server, the field and the variable, never a value.
+
+Servers kept in Pressloop's settings (`load_servers(document, stored=True)`) hold no secret at
+all: each env or header value there is made only of references. The owner's own file may hold
+literal values.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from enum import StrEnum
@@ -29,6 +37,22 @@ RESTART_BACKOFF_CAP_S = 30.0
 
 # Lowercase and no dot: the server's name prefixes its tools' action names (`server.tool`).
 SERVER_NAME = re.compile(r"^[a-z0-9_-]{1,64}$")
+SERVER_NAME_PATTERN = SERVER_NAME.pattern
+
+# `${env:NAME}`: the value of the service's environment variable NAME, read when the transport
+# starts. A stored value is made only of these (`STORED_VALUE`).
+ENV_REFERENCE = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+STORED_VALUE = r"^(\$\{env:[A-Za-z_][A-Za-z0-9_]*\})*$"
+NO_STORED_SECRETS = (
+    "secrets are never stored: use ${env:NAME} and set NAME in the service's environment"
+)
+# What an environment variable's and an HTTP header's names may be.
+ENV_KEY = r"^[A-Za-z_][A-Za-z0-9_]*$"
+HEADER_NAME = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
+# A URL: http(s) and no whitespace, spelled out so that Python, pydantic and JSON Schema's regex
+# engines read the same class (their `\s` differ).
+_SPACE = "\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+URL_PATTERN = f"^https?://[^{_SPACE}]+$"
 
 
 class ToolRisk(StrEnum):
@@ -61,26 +85,45 @@ class StdioServer(_Server):
     env: dict[str, SecretStr] = Field(default_factory=dict)
     cwd: str | None = None
 
-    def env_values(self) -> dict[str, str]:
-        return {key: value.get_secret_value() for key, value in self.env.items()}
+    def env_values(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The child's extra environment, `${env:NAME}` references replaced from `environ`
+        (the service's environment by default)."""
+        return _resolved(self.name, "env", self.env, environ)
 
 
 class HttpServer(_Server):
     """A server reached over streamable HTTP."""
 
-    url: str = Field(pattern=r"^https?://\S+$")
+    url: str = Field(pattern=URL_PATTERN)
     headers: dict[str, SecretStr] = Field(default_factory=dict)
 
-    def header_values(self) -> dict[str, str]:
-        return {key: value.get_secret_value() for key, value in self.headers.items()}
+    def header_values(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The request headers, `${env:NAME}` references replaced from `environ` (the
+        service's environment by default)."""
+        return _resolved(self.name, "headers", self.headers, environ)
 
 
 ServerConfig = StdioServer | HttpServer
 
 
-def server_config(name: str, raw: Any) -> ServerConfig:
-    """One server's entry, validated; a ConfigurationError names the server and the field."""
-    if not isinstance(name, str) or not SERVER_NAME.match(name):
+def secret_fields(server: ServerConfig) -> tuple[str, dict[str, SecretStr]]:
+    """The server's secret-bearing field: ("env", ...) or ("headers", ...)."""
+    if isinstance(server, StdioServer):
+        return "env", server.env
+    return "headers", server.headers
+
+
+def references(value: str) -> list[str]:
+    """The environment variables a value refers to, in order."""
+    return ENV_REFERENCE.findall(value)
+
+
+def server_config(name: str, raw: Any, *, stored: bool = False) -> ServerConfig:
+    """One server's entry, validated; a ConfigurationError names the server and the field.
+
+    `stored`: the entry is to be kept in Pressloop's settings, so each env or header value must
+    be made only of `${env:NAME}` references (the file may hold literal values)."""
+    if not isinstance(name, str) or not SERVER_NAME.fullmatch(name):
         raise ConfigurationError(
             f"MCP server name {name!r} is invalid: use 1-64 of a-z, 0-9, '_' and '-' (no dots)"
         )
@@ -101,13 +144,62 @@ def server_config(name: str, raw: Any) -> ServerConfig:
     # `type` names the transport in some desktop configs; the keys above already decided it.
     fields = {key: value for key, value in raw.items() if key not in ("type", "transport")}
     try:
-        return model.model_validate({**fields, "name": name})
+        server = model.model_validate({**fields, "name": name})
     except ValidationError as invalid:
         raise ConfigurationError(f"MCP server {name!r}: {_problems(invalid)}") from None
+    _check_secret_fields(server, stored=stored)
+    return server
 
 
-def load_servers(config: Mapping[str, Any] | str) -> list[ServerConfig]:
-    """Every server of an `{"mcpServers": {...}}` document (a mapping or its JSON text)."""
+def _check_secret_fields(server: ServerConfig, *, stored: bool) -> None:
+    field, values = secret_fields(server)
+    key_pattern = ENV_KEY if field == "env" else HEADER_NAME
+    what = "an environment variable" if field == "env" else "an HTTP header"
+    for key, secret in values.items():
+        where = f"MCP server {server.name!r}: {field}.{key}"
+        if not re.fullmatch(key_pattern, key):
+            raise ConfigurationError(f"{where}: {key!r} is not the name of {what}")
+        value = secret.get_secret_value()
+        rest = ENV_REFERENCE.sub("", value)
+        if "${env:" in rest:
+            raise ConfigurationError(
+                f"{where}: a reference is written ${{env:NAME}}, NAME made of A-Z, a-z, 0-9 "
+                "and '_' (not starting with a digit)"
+            )
+        if stored and rest:
+            raise ConfigurationError(f"{where}: {NO_STORED_SECRETS}")
+
+
+def _resolved(
+    server: str, field: str, values: Mapping[str, SecretStr], environ: Mapping[str, str] | None
+) -> dict[str, str]:
+    source = os.environ if environ is None else environ
+    resolved: dict[str, str] = {}
+    for key, secret in values.items():
+        value = secret.get_secret_value()
+        for variable in references(value):
+            if variable not in source:
+                raise ConfigurationError(
+                    f"MCP server {server!r}: {field}.{key} refers to the environment variable "
+                    f"{variable}, which is not set in the service's environment"
+                )
+        resolved[key] = ENV_REFERENCE.sub(lambda match: source[match.group(1)], value)
+    return resolved
+
+
+def stored_entry(server: ServerConfig) -> dict[str, Any]:
+    """The server's entry as a stored `mcpServers` document holds it: the keys the owner gave,
+    env and header values as written (references only, once `stored` validation passed)."""
+    entry = server.model_dump(mode="json", exclude_unset=True, exclude={"name"})
+    field, values = secret_fields(server)
+    if field in entry:
+        entry[field] = {key: value.get_secret_value() for key, value in values.items()}
+    return entry
+
+
+def load_servers(config: Mapping[str, Any] | str, *, stored: bool = False) -> list[ServerConfig]:
+    """Every server of an `{"mcpServers": {...}}` document (a mapping or its JSON text);
+    `stored`: a document kept in Pressloop's settings, which holds no secret values."""
     if isinstance(config, str):
         try:
             config = json.loads(config)
@@ -118,7 +210,7 @@ def load_servers(config: Mapping[str, Any] | str) -> list[ServerConfig]:
     servers = config.get("mcpServers", {})
     if not isinstance(servers, Mapping):
         raise ConfigurationError("MCP servers: 'mcpServers' must be an object")
-    return [server_config(name, raw) for name, raw in servers.items()]
+    return [server_config(name, raw, stored=stored) for name, raw in servers.items()]
 
 
 def _problems(invalid: ValidationError) -> str:

@@ -5,6 +5,12 @@ this connection owns (anyio cancel scopes must be entered and left by the same t
 hand it jobs through a queue and wait on futures, always with a deadline, so a server that
 hangs or dies never leaves a call stuck. A server that died is started again on next use, with
 full-jitter backoff between restarts.
+
+Why a start failed or a connection was lost is said from the first error inside the SDK's task
+groups (an `ExceptionGroup` names nothing): a command that cannot run, a server that refused the
+handshake, an address that cannot be reached ("could not be reached at <url>: <reason>") or an
+HTTP status (a 401 or 403 is raised at once, so it is never hidden behind the SDK's "error
+response"). The URL is shown without its query or user info; headers and env values never are.
 """
 
 from __future__ import annotations
@@ -64,11 +70,51 @@ async def open_transport(server: ServerConfig) -> AsyncIterator[Streams]:
     else:
         assert isinstance(server, HttpServer)
         timeout = httpx2.Timeout(server.timeout_s, read=max(server.timeout_s, 300.0))
+        hooks = {"response": [_refuse_unauthorized]}
         async with (
-            httpx2.AsyncClient(headers=server.header_values(), timeout=timeout) as client,
+            httpx2.AsyncClient(
+                headers=server.header_values(), timeout=timeout, event_hooks=hooks
+            ) as client,
             streamable_http_client(server.url, http_client=client) as streams,
         ):
             yield streams
+
+
+# Statuses that say our credentials were refused: no JSON-RPC answer follows them.
+REFUSED_STATUSES = frozenset({401, 403})
+
+
+async def _refuse_unauthorized(response: httpx2.Response) -> None:
+    """Raise for a 401 or 403 at once: the SDK would turn it into a JSON-RPC "error response"
+    and the owner would not learn that the server refused the credentials."""
+    if response.status_code in REFUSED_STATUSES:
+        response.raise_for_status()
+
+
+def first_error(failure: BaseException) -> BaseException:
+    """The first error inside (nested) exception groups: what actually went wrong."""
+    while isinstance(failure, BaseExceptionGroup) and failure.exceptions:
+        failure = failure.exceptions[0]
+    return failure
+
+
+def shown_url(url: httpx2.URL | str) -> str:
+    """A URL as an error may show it: no user info, query or fragment (they may carry keys)."""
+    parsed = httpx2.URL(str(url))
+    port = f":{parsed.port}" if parsed.port is not None else ""
+    return f"{parsed.scheme}://{parsed.host}{port}{parsed.path}"
+
+
+def http_failure(failure: BaseException, url: str) -> str | None:
+    """What an HTTP failure means for the owner, or None when it is not one."""
+    if isinstance(failure, httpx2.HTTPStatusError):
+        response = failure.response
+        phrase = f" {response.reason_phrase}" if response.reason_phrase else ""
+        return f"answered HTTP {response.status_code}{phrase} at {shown_url(url)}"
+    if isinstance(failure, httpx2.TransportError):
+        reason = str(failure) or type(failure).__name__
+        return f"could not be reached at {shown_url(url)}: {reason}"
+    return None
 
 
 @dataclass
@@ -249,8 +295,8 @@ class McpConnection:
             if not live.ready.done():
                 live.ready.set_exception(self._start_error(failure))
             else:
-                live.lost = live.lost or f"the connection failed ({type(failure).__name__})"
-                log.warning("MCP server %r: connection failed: %s", self.name, type(failure))
+                live.lost = live.lost or self._lost_reason(failure)
+                log.warning("MCP server %r: connection failed: %s", self.name, live.lost)
         finally:
             if not live.ready.done():
                 live.ready.set_exception(McpServerError(self.name, "stopped while starting"))
@@ -308,7 +354,7 @@ class McpConnection:
                 message = f"{job.what} was refused: {error.message} (code {error.code})"
                 _settle(job.done, error=McpServerError(self.name, message, retryable=False))
         except Exception as failure:  # a transport error: restart on next use
-            live.lost = live.lost or f"the connection failed ({type(failure).__name__})"
+            live.lost = live.lost or self._lost_reason(failure)
             _settle(job.done, error=self._lost_error(live, job))
             live.jobs.put_nowait(None)
         else:
@@ -369,7 +415,21 @@ class McpConnection:
             outcome_unknown=True,
         )
 
+    def _lost_reason(self, failure: BaseException) -> str:
+        """Why a started connection failed, from the first error inside any group."""
+        failure = first_error(failure)
+        if isinstance(self.server, HttpServer):
+            said = http_failure(failure, self.server.url)
+            if said is not None:
+                return f"the server {said}"
+        return f"the connection failed ({type(failure).__name__})"
+
     def _start_error(self, failure: BaseException) -> McpServerError:
+        failure = first_error(failure)
+        if isinstance(self.server, HttpServer):
+            said = http_failure(failure, self.server.url)
+            if said is not None:
+                return McpServerError(self.name, said)
         if isinstance(failure, TimeoutError):
             return McpServerError(self.name, f"did not start within {self.server.timeout_s:g} s")
         if isinstance(failure, OSError):  # the command is missing or not executable

@@ -27,6 +27,7 @@ from pressloop.clock import Now
 from pressloop.config import Settings
 from pressloop.contracts import ActionContext, Usage
 from pressloop.errors import BudgetExceeded, BudgetSpent
+from pressloop.observability.metrics import Metrics
 from pressloop.providers.base import (
     ModelRequest,
     ModelResponse,
@@ -71,6 +72,9 @@ class Counting(Protocol):
     @property
     def now(self) -> Now: ...
 
+    @property
+    def metrics(self) -> Metrics: ...
+
 
 async def used_today(
     conn: AsyncConnection, counting: Counting, user: str | None
@@ -111,6 +115,7 @@ async def refuse_new_turn(conn: AsyncConnection, counting: Counting, *, user: st
     )
     if refusal is not None:
         count_refusal(counting, user)
+        counting.metrics.budget_refused("new_turn")
         raise BudgetSpent(
             f"{refusal.message}. Nothing was started.", retry_after_s=refusal.retry_after_s
         )
@@ -147,6 +152,7 @@ class RunBudget:
         if refusal is None:
             return None
         count_refusal(self.counting, self.run.requesting_user)
+        self.counting.metrics.budget_refused("action")
         return refusal.message
 
     async def before_model_call(self) -> None:
@@ -156,6 +162,7 @@ class RunBudget:
         self._calls += 1
         refusal = await self.refusal(frozenset({ACTIONS, TOKENS}) if first else frozenset({TOKENS}))
         if refusal is not None:
+            self.counting.metrics.budget_refused("model_call")
             raise BudgetExceeded(refusal.message)
 
     def guarded(self, provider: Provider) -> Provider:

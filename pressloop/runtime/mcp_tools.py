@@ -67,6 +67,9 @@ class McpTools:
         self._stored_problem: str | None = None
         self._stored_read_at: float | None = None
         self._lock = asyncio.Lock()
+        # Each server's tools/list (or start) in flight: a turn waits for it a little only.
+        self._listing: dict[str, asyncio.Task[list[mcp_types.Tool]]] = {}
+        self._closing: set[asyncio.Task[None]] = set()
         self.notes = ""
 
     def _default_connect(self, server: ServerConfig) -> McpConnection:
@@ -80,20 +83,38 @@ class McpTools:
 
     async def refresh(self) -> str:
         """The registry up to date with the servers; returns what MCP_TOOL_CATALOG says of them
-        beyond their tools ("" when all is well)."""
+        beyond their tools ("" when all is well). Waits at most `mcp_list_wait_s` for servers
+        still starting: they go on starting in the background and their tools come with a
+        later turn."""
         async with self._lock:
             await self._read_configuration()
             problems = [p for p in (self._file_problem, self._stored_problem) if p]
+            for name, connection in self.connections.items():
+                if name not in self._listing:
+                    self._listing[name] = asyncio.create_task(
+                        connection.tools(), name=f"mcp-list:{name}"
+                    )
+            if self._listing:
+                await asyncio.wait(
+                    list(self._listing.values()), timeout=self.settings.mcp_list_wait_s
+                )
             for name, connection in list(self.connections.items()):
-                problem = await self._list(name, connection)
+                listing = self._listing.get(name)
+                if listing is None or not listing.done():
+                    problems.append(f"MCP server {name!r} is starting: its tools come later")
+                    continue
+                del self._listing[name]
+                problem = self._listed(name, connection, listing)
                 if problem:
                     problems.append(problem)
             self.notes = "\n".join(f"- {p}" for p in problems)
             return self.notes
 
-    async def _list(self, name: str, connection: McpConnection) -> str | None:
+    def _listed(
+        self, name: str, connection: McpConnection, listing: asyncio.Task[list[mcp_types.Tool]]
+    ) -> str | None:
         try:
-            tools = await connection.tools()
+            tools = listing.result()
         except McpServerError as failure:
             if self._tools.pop(name, None) is not None or name in self.registry.servers():
                 self.registry.replace_server(name, [])
@@ -185,8 +206,14 @@ class McpTools:
             if wanted.get(name) != connection.server:
                 del self.connections[name]
                 self._tools.pop(name, None)
+                listing = self._listing.pop(name, None)
+                if listing is not None:
+                    listing.cancel()
                 self.registry.replace_server(name, [])
-                await connection.close()
+                # In the background: a server still starting holds its close for a while.
+                closing = asyncio.create_task(connection.close(), name=f"mcp-close:{name}")
+                self._closing.add(closing)
+                closing.add_done_callback(self._closing.discard)
         for name, server in wanted.items():
             if name not in self.connections:
                 self.connections[name] = self._connect(server)
@@ -195,5 +222,10 @@ class McpTools:
         """Stop every server this process started."""
         async with self._lock:
             connections, self.connections = list(self.connections.values()), {}
+            listings, self._listing = list(self._listing.values()), {}
+        for listing in listings:
+            listing.cancel()
+        await asyncio.gather(*listings, return_exceptions=True)
         for connection in connections:
             await connection.close()
+        await asyncio.gather(*list(self._closing), return_exceptions=True)

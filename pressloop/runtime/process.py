@@ -14,6 +14,8 @@ import signal
 import uvloop
 
 from pressloop.config import Settings
+from pressloop.observability.exposition import MetricsServer, serve_metrics
+from pressloop.observability.logs import configure_logging
 from pressloop.runtime.service import Service
 
 log = logging.getLogger(__name__)
@@ -37,7 +39,13 @@ async def run_worker(
     scheduler: bool = False,
     grace_s: float = 10.0,
 ) -> None:
+    configure_logging(settings)  # PRESSLOOP_LOG_FORMAT, PRESSLOOP_LOG_LEVEL
     service = await Service.open(settings)
+    try:
+        metrics = worker_metrics(service)  # PRESSLOOP_METRICS_PORT, off when unset
+    except BaseException:  # refused (a public address) or the port is taken
+        await service.close()
+        raise
     tune_gc()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -53,6 +61,21 @@ async def run_worker(
         log.info("worker %s stopping", service.runner.owner)
         await worker.stop(grace_s)
         await service.close()
+        if metrics is not None:
+            metrics.close()
+
+
+def worker_metrics(service: Service) -> MetricsServer | None:
+    """This worker's metrics on its own port (PRESSLOOP_METRICS_HOST:PRESSLOOP_METRICS_PORT),
+    without a token: a loopback or private address only (docs/operations.md)."""
+    settings = service.settings
+    if settings.metrics_port is None:
+        return None
+    server = serve_metrics(
+        service.metrics.registry, host=settings.metrics_host, port=settings.metrics_port
+    )
+    log.info("metrics on http://%s:%d/metrics", settings.metrics_host, server.port)
+    return server
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -63,7 +86,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=None)
     parser.add_argument("--scheduler", action="store_true", help="also run the scheduler")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     # uvloop: the same event loop `pressloop serve` and the CLI run on (cli_common.run_loop).
     uvloop.run(run_worker(Settings(), concurrency=args.concurrency, scheduler=args.scheduler))
 

@@ -34,6 +34,8 @@ from pressloop.engine.loop import run_turn
 from pressloop.engine.ports import EngineDeps, PromptContext
 from pressloop.engine.prompt import memory_section
 from pressloop.errors import LeaseLost, PressloopError
+from pressloop.observability.logs import bind_run, unbind_run
+from pressloop.observability.metrics import Metrics
 from pressloop.providers.base import Provider
 from pressloop.runtime.approvals import SessionApprovals
 from pressloop.runtime.budget_gate import RunBudget
@@ -51,6 +53,7 @@ from pressloop.runtime.interrupt import (
 )
 from pressloop.runtime.leases import LeaseKeeper
 from pressloop.runtime.ledger import SessionLedger
+from pressloop.runtime.observed import ObservedActions, ObservedProvider
 from pressloop.runtime.outcome import minus, outcome
 from pressloop.runtime.reports import after_finish
 from pressloop.runtime.session import RunSession
@@ -84,6 +87,8 @@ class Runner:
     monotonic: Monotonic = time.monotonic
     rand: Callable[[], float] = random.random
     history_limit: int = 60
+    # This process's metrics (pressloop/observability/): told when runs start and rest.
+    metrics: Metrics = field(default_factory=Metrics)
     # The runs this process runs now, by id.
     sessions: dict[str, RunSession] = field(default_factory=dict, init=False)
     usage: UsageBuffer = field(init=False)
@@ -133,11 +138,15 @@ class Runner:
         self.sessions[run.id] = session
         self.leases.watch()
         self.cancels.watch()
+        logged = bind_run(run.id, run.thread_id)  # every log line of the turn names the run
+        started = self.monotonic()
         try:
             await session.emit(
                 EventType.RUN_STARTED,
                 {"attempt": run.attempt, "trigger": run.trigger.value, "worker": self.owner},
             )
+            self.metrics.run_started(run.trigger.value)
+            log.info("run %s started (%s, attempt %d)", run.id, run.trigger.value, run.attempt)
             try:
                 result = await self._cancellable_turn(run, session, context)
             except LeaseLost:
@@ -152,7 +161,12 @@ class Runner:
                     next_action=NextAction.RESCHEDULE,
                 )
             finished = await self._finish(run, session, result)
+            self.metrics.run_rested(
+                run.trigger.value, finished.status.value, self.monotonic() - started
+            )
+            log.info("run %s rests %s", run.id, finished.status.value)
         except LeaseLost as lost:
+            self.metrics.lease_lost()
             log.warning("run %s: %s", run.id, lost.message)
             return None
         except asyncio.CancelledError:
@@ -171,6 +185,7 @@ class Runner:
             await session.close()
             # Readers of the run that relied on this process's events look at the database.
             self.bus.notify(run.id)
+            unbind_run(logged)
         return finished
 
     async def _hand_back(self, session: RunSession) -> None:
@@ -282,8 +297,11 @@ class Runner:
         protocol_setting = self.settings.decision_protocol
         memories, untrusted_memories = memory_section(context.memories)
         return EngineDeps(
-            provider=RunBudget(counting=self, run=run).guarded(provider),  # tokens, each call
-            actions=self._executor(run, session),
+            # Tokens, each call; the budget's check is outside the call's measured time.
+            provider=RunBudget(counting=self, run=run).guarded(
+                ObservedProvider(provider, self.metrics, self.monotonic)
+            ),
+            actions=ObservedActions(self._executor(run, session), self.metrics),
             history=context.history,
             prompt=PromptContext(
                 instructions=agent.instructions if agent else "",

@@ -20,6 +20,7 @@ from pressloop.clock import Now, utc_now
 from pressloop.config import Settings
 from pressloop.contracts import Checkpoint, Multitask, RunStatus, Trigger
 from pressloop.errors import Conflict, InvalidRequest, NotFound, PayloadTooLarge
+from pressloop.observability.metrics import Metrics
 from pressloop.providers.base import Provider
 from pressloop.runtime.approvals import Approvals
 from pressloop.runtime.budget_gate import refuse_new_turn
@@ -31,6 +32,7 @@ from pressloop.runtime.heartbeat_runs import Scheduler
 from pressloop.runtime.heartbeat_schedules import Schedules
 from pressloop.runtime.kill_switch import refuse_if_disabled
 from pressloop.runtime.mcp_tools import McpTools
+from pressloop.runtime.observed import count_reclaimed, metrics_from
 from pressloop.runtime.outcome import cancelled_transcript
 from pressloop.runtime.overview_reads import OverviewReads
 from pressloop.runtime.runner import Runner
@@ -75,8 +77,12 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
         actions: list[ActionSpec] | None = None,
         now: Now = utc_now,
         owner: str | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings
+        # This process's metrics (pressloop/observability/), served by `pressloop serve` and
+        # by a worker's PRESSLOOP_METRICS_PORT.
+        self.metrics = metrics or metrics_from(settings)
         self.database = database
         self.now = now
         self.bus = EventBus()
@@ -101,7 +107,9 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
             on_queued=self._queued,
             outside_tools=self.mcp_tools.refresh,
             now=now,
+            metrics=self.metrics,
         )
+        self.metrics.know_actions(lambda name: self.registry.get(name) is not None)
         self._provider = provider
         self._tasks: set[asyncio.Task[Any]] = set()
         # Whether this process runs turns a request starts (`submit(start_here=True)`, a
@@ -380,8 +388,10 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
         params: dict[str, Any] | None = None,
     ) -> ApprovalRecord:
         """Approve (optionally with edited params) or reject; the run resumes either way."""
-        # Edited params are checked against the action's model: an outside tool's included.
-        await self.mcp_tools.refresh()
+        if params is not None:  # checked against the action's model: an outside tool's too
+            action = (await self.approvals.get(approval_id)).action
+            if self.registry.get(action) is None and "." in action:
+                await self.mcp_tools.refresh()
         decided = await self.approvals.decide(
             approval_id, approve=approve, by=by, note=note, params=params
         )
@@ -389,7 +399,6 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
         return decided
 
     async def undo(self, entry_id: int, *, by: str | None) -> dict[str, Any]:
-        await self.mcp_tools.refresh()  # an outside tool's step says it cannot be undone
         return await self.undoer.undo(entry_id, by=by)
 
     async def run_now(self, run_id: str) -> RunRecord | None:
@@ -400,7 +409,8 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
         if claim is None:
             # Perhaps a crashed process still holds the thread: free expired leases, try again.
             async with self.database.write() as conn:
-                await claim_store.reclaim_expired(conn, now=self.now())
+                reclaimed = await claim_store.reclaim_expired_runs(conn, now=self.now())
+            count_reclaimed(self.metrics, reclaimed)
             claim = await self.runner.claimer.claim(run_id)
         if claim is None:
             return None

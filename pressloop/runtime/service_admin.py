@@ -18,6 +18,7 @@ from pressloop.errors import InvalidRequest, NotFound
 from pressloop.policy import resolve_policy
 from pressloop.runtime.context import KILL_SWITCH_SETTING
 from pressloop.runtime.kill_switch import KillSwitch, read_kill_switch
+from pressloop.runtime.mcp_servers_admin import McpServersAdmin
 from pressloop.runtime.site_policies import set_trigger_defaults, trigger_defaults
 from pressloop.store import agents as agent_store
 from pressloop.store import settings_repo
@@ -33,7 +34,7 @@ class SiteSettings:
     policies: dict[str, dict[str, Any]]
 
 
-class ServiceAdmin:
+class ServiceAdmin(McpServersAdmin):  # the MCP servers: runtime/mcp_servers_admin.py
     settings: Settings
     database: Database
     now: Now

@@ -51,9 +51,10 @@ class Undo:
         if entry is None:
             raise NotFound(f"ledger entry {entry_id} does not exist")
         spec = self.registry.get(entry.action)
-        if spec is not None and spec.server is not None:
+        if spec is not None and spec.server is not None or spec is None and "." in entry.action:
+            server = entry.action.split(".", 1)[0]  # `server.tool`: built-in names have no dot
             raise Conflict(
-                f"{entry.action} is a tool of the MCP server {spec.server}: what it did cannot "
+                f"{entry.action} is a tool of the MCP server {server}: what it did cannot "
                 "be undone from Pressloop"
             )
         if spec is None or spec.undo is None:

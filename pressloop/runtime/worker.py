@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from pressloop.clock import Sleep, real_sleep
+from pressloop.runtime.observed import count_reclaimed
 from pressloop.runtime.runner import Runner
 from pressloop.store import approvals as approval_store
 from pressloop.store import claims as claim_store
@@ -64,8 +65,9 @@ class Worker:
     async def tick(self) -> int:
         """Requeue runs whose lease expired, then claim as many runs as there are free slots."""
         async with self.runner.database.write() as conn:
-            await claim_store.reclaim_expired(conn, now=self.runner.now())
+            reclaimed = await claim_store.reclaim_expired_runs(conn, now=self.runner.now())
             await approval_store.expire_due(conn, now=self.runner.now())
+        count_reclaimed(self.runner.metrics, reclaimed)
         claimed = 0
         while not self._stopping.is_set():
             free = self.concurrency - len(self._running)

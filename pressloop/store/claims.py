@@ -8,6 +8,7 @@ whatever happens; a lost race leaves the claimer with nothing, never with a brok
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -168,27 +169,45 @@ async def _update(
         return []
 
 
+@dataclass(kw_only=True, frozen=True)
+class Reclaimed:
+    """Runs taken back from a worker whose lease expired: (id, trigger) of each run requeued
+    and of each dead-lettered (it had used all its attempts)."""
+
+    requeued: list[tuple[str, str]] = field(default_factory=list)
+    dead: list[tuple[str, str]] = field(default_factory=list)
+
+
 async def reclaim_expired(conn: AsyncConnection, *, now: datetime) -> list[str]:
     """Put runs whose worker stopped renewing back in the queue (they resume from their
-    checkpoint); a run that has used all its attempts this way is dead-lettered instead."""
+    checkpoint); a run that has used all its attempts this way is dead-lettered instead.
+    The ids of the runs requeued."""
+    return [run_id for run_id, _trigger in (await reclaim_expired_runs(conn, now=now)).requeued]
+
+
+async def reclaim_expired_runs(conn: AsyncConnection, *, now: datetime) -> Reclaimed:
+    """`reclaim_expired`, telling which runs were requeued and which dead-lettered."""
     expired = sa.and_(runs.c.status == RunStatus.RUNNING.value, runs.c.lease_expires_at < now)
     lost = ErrorInfo(
         cls="LeaseExpired",
         message="the worker running this run stopped (its lease expired) on every attempt",
         retryable=False,  # dead: no retry comes (a person may requeue it)
     )
-    await conn.execute(
-        sa.update(runs)
-        .where(expired, runs.c.attempt >= runs.c.max_attempts)
-        .values(
-            status=RunStatus.DEAD.value,
-            lease_owner=None,
-            lease_expires_at=None,
-            error=lost.model_dump(),
-            finished_at=now,
-            updated_at=now,
+    dead = (
+        await conn.execute(
+            sa.update(runs)
+            .where(expired, runs.c.attempt >= runs.c.max_attempts)
+            .values(
+                status=RunStatus.DEAD.value,
+                lease_owner=None,
+                lease_expires_at=None,
+                error=lost.model_dump(),
+                finished_at=now,
+                updated_at=now,
+            )
+            .returning(runs.c.id, runs.c.trigger)
         )
-    )
+    ).all()
     requeued = (
         await conn.execute(
             sa.update(runs)
@@ -201,7 +220,10 @@ async def reclaim_expired(conn: AsyncConnection, *, now: datetime) -> list[str]:
                 not_before=now,
                 updated_at=now,
             )
-            .returning(runs.c.id)
+            .returning(runs.c.id, runs.c.trigger)
         )
-    ).scalars()
-    return list(requeued)
+    ).all()
+    return Reclaimed(
+        requeued=[(row.id, row.trigger) for row in requeued],
+        dead=[(row.id, row.trigger) for row in dead],
+    )

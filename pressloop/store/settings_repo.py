@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pressloop.store.schema import settings
 
 _VALUE = sa.select(settings.c.value).where(settings.c.key == sa.bindparam("b_key"))  # store/db.py
+_LOCKED_VALUE = _VALUE.with_for_update()
 
 
 async def get_setting(conn: AsyncConnection, key: str, default: Any = None) -> Any:
@@ -36,3 +37,15 @@ async def set_setting(conn: AsyncConnection, key: str, value: Any, *, now: datet
             index_elements=["key"], set_={"value": insert.excluded.value, "updated_at": now}
         )
     )
+
+
+async def lock_setting(conn: AsyncConnection, key: str, default: Any, *, now: datetime) -> Any:
+    """The value of `key`, its row locked until the transaction ends (stored as `default`
+    first if it was never set), so a read-change-write of one setting loses no concurrent
+    change: on PostgreSQL the row lock, on SQLite the writer's `BEGIN IMMEDIATE`."""
+    insert = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(
+        settings
+    ).values(key=key, value=default, updated_at=now)
+    await conn.execute(insert.on_conflict_do_nothing(index_elements=["key"]))
+    row = (await conn.execute(_LOCKED_VALUE, {"b_key": key})).one()
+    return row[0]

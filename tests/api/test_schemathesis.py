@@ -85,6 +85,10 @@ def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Serve]:
         # The schedules created here never beat during the run: each would start a run every
         # second, and the heartbeat is not part of the HTTP API (tests/runtime covers it).
         PRESSLOOP_SCHEDULER_POLL="3600",
+        # The fuzzer stores MCP servers that never start (`command: "0"`, `url: https://00`):
+        # a turn, or an approval with edited params, waits for them this long at most.
+        PRESSLOOP_MCP_LIST_WAIT="0.2",
+        PRESSLOOP_MCP_TIMEOUT="2",
     )
     database = None
     if request.param == "postgres":

@@ -12,12 +12,14 @@ catalog (tens of seconds: the prompt is read once).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,3 +91,23 @@ def prepared(tmp_path_factory: pytest.TempPathFactory, local_settings: Settings)
     done = run_prepare(settings)
     assert done.returncode == 0, done.stdout + done.stderr
     return Prepared(settings=settings, output=done.stderr + done.stdout)
+
+
+def load_with_model(model: Path) -> dict[str, Any]:
+    """The CPU backend a fresh process picks as the model process does (probing with the
+    model: the best variant whose probe passes), as `CpuBackend.as_dict()` reports it."""
+    code = (
+        "import json, sys; from pathlib import Path;"
+        "from pressloop.providers.local.backends import load_cpu_backend;"
+        "print(json.dumps(load_cpu_backend(probe_model=Path(sys.argv[1])).as_dict()))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(model)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report

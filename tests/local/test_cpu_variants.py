@@ -14,6 +14,7 @@ from typing import Any
 from pressloop.config import Settings
 from pressloop.providers.local import backends
 from pressloop.providers.local.model_file import ModelPlace
+from tests.local.conftest import load_with_model
 
 # What each x86-64 variant is compiled for, as llama.cpp's own CMake lists them
 # (ggml/src/CMakeLists.txt, GGML_CPU_ALL_VARIANTS), in the names its backend reports.
@@ -161,22 +162,3 @@ def test_the_model_process_runs_a_variant_that_passed_its_probe(
     assert kept[report["variant"]] == "ok", (report, kept)
     for name, why in report["passed_over"].items():
         assert kept[name] == why and report["offered"][name] >= report["score"]
-
-
-def load_with_model(model: Path) -> dict[str, Any]:
-    """A fresh process picks its variant as the model process does, probing with the model."""
-    code = (
-        "import json, sys; from pathlib import Path;"
-        "from pressloop.providers.local.backends import load_cpu_backend;"
-        "print(json.dumps(load_cpu_backend(probe_model=Path(sys.argv[1])).as_dict()))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(model)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return report

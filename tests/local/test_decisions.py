@@ -114,3 +114,35 @@ async def test_the_grammar_of_every_action_is_accepted_by_llama_cpp(
     await local_provider.check_grammar(
         decision_schema([(e.name, e.params_schema) for e in entries])
     )
+
+
+async def mcp_entries() -> list[CatalogEntry]:
+    """The toolbox test server's real tools (over stdio), as the catalog lists MCP tools."""
+    from pressloop.mcp import McpConnection, server_specs
+    from tests.mcp.support import stdio_toolbox
+
+    connection = McpConnection(stdio_toolbox(name="box", timeout_s=30))
+    try:
+        return Registry(await server_specs(connection)).catalog()
+    finally:
+        await connection.close()
+
+
+@pytest.mark.timeout(MODEL_TEST_TIMEOUT_S)
+async def test_mcp_tools_are_in_the_grammar_and_the_model_picks_one(
+    local_provider: LocalProvider,
+) -> None:
+    # MCP tools (dotted names, schemas their servers wrote) beside the WordPress pack: llama.cpp
+    # takes the grammar, and a request that names the tool gets it, with valid params.
+    entries = catalog(SMALL) + await mcp_entries()
+    assert any(e.server == "box" for e in entries)
+    await local_provider.check_grammar(
+        decision_schema([(e.name, e.params_schema) for e in entries])
+    )
+    prompt = system_prompt(PromptContext(), entries, DecisionProtocol.JSON)
+    assert "## MCP_TOOL_CATALOG" in prompt and "- box.lookup (risk: read)" in prompt
+    action, valid, raw = await decide(
+        local_provider, entries, "Use the box lookup tool to look up the term 'plugins'"
+    )
+    assert valid, raw
+    assert action == "box.lookup", raw

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,7 @@ from pressloop.providers.local.options import ModelOptions
 from pressloop.providers.local.prefix import read_header
 from pressloop.providers.local.provider import LocalProvider
 from pressloop.providers.local.schema import grammar_schema
-from tests.local.conftest import MODEL_TEST_TIMEOUT_S, Prepared, run_prepare
+from tests.local.conftest import MODEL_TEST_TIMEOUT_S, Prepared, load_with_model, run_prepare
 from tests.support.processes import ISOLATED, command
 
 
@@ -167,15 +166,9 @@ def test_an_unreadable_saved_state_is_read_again_and_saved_again(
     assert [a.name for a in parse_json_decision(second).actions] == ["list_plugins"], second
 
 
-def best_variant() -> tuple[str, dict[str, int]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "pressloop.providers.local.backends"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    report = json.loads(done.stdout)
+def best_variant(settings: Settings) -> tuple[str, dict[str, int]]:
+    """The variant the model process runs here (the best whose probe passes), and the scores."""
+    report = load_with_model(ModelPlace.from_settings(settings).installed)
     return str(report["variant"]), dict(report["offered"])
 
 
@@ -194,7 +187,7 @@ async def decide_once(settings: Settings) -> LocalProvider:
 async def test_a_state_saved_under_another_cpu_variant_or_llama_cpp_is_refused_and_rebuilt(
     local_settings: Settings, tmp_path: Path
 ) -> None:
-    best, offered = best_variant()
+    best, offered = best_variant(local_settings)
     # Another variant this CPU runs, fast enough to read a prompt (AVX2 on every x86-64 server
     # of the last decade; on arm64 the plain armv8.0 build).
     other = next(

@@ -1,11 +1,15 @@
 """MCP tools as actions (`pressloop/mcp/catalog.py`): names, risks from hints and the owner's
-overrides, the tool's own schema, and calls through a real `Executor` over a real `Registry`."""
+overrides, the tool's own schema checked by its own draft, tools that run only as tasks left
+out, and calls through a real `Executor` over a real `Registry`."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import jsonschema  # type: ignore[import-untyped]
 import pytest
+from mcp import types as mcp_types
+from pydantic import ValidationError
 
 from pressloop.actions.executor import Executor
 from pressloop.actions.registry import Registry
@@ -18,7 +22,7 @@ from pressloop.contracts import (
     StepStatus,
     Trigger,
 )
-from pressloop.mcp.catalog import catalog_specs_and_errors, server_specs
+from pressloop.mcp.catalog import catalog_specs_and_errors, server_specs, tool_spec
 from pressloop.mcp.config import server_config
 from pressloop.mcp.connection import McpConnection
 from tests.mcp.support import TOKEN, stdio_toolbox
@@ -113,3 +117,46 @@ async def test_a_server_that_cannot_start_is_left_out_and_named() -> None:
     assert specs and all(spec.name.startswith("box.") for spec in specs)
     assert [error.server for error in errors] == ["ghost"]
     assert TOKEN not in errors[0].message
+
+
+def listed_tool(name: str, input_schema: dict[str, object], **extra: object) -> mcp_types.Tool:
+    """A tool as a server's tools/list gives it (the wire's JSON, validated by the SDK)."""
+    return mcp_types.Tool.model_validate({"name": name, "inputSchema": input_schema, **extra})
+
+
+def test_a_tool_that_runs_only_as_a_task_is_left_out_whatever_the_owner_says() -> None:
+    connection = McpConnection(stdio_toolbox(tools={"research": "read"}))  # never started
+    schema = {"type": "object", "properties": {"topic": {"type": "string"}}}
+    required = listed_tool("research", schema, execution={"taskSupport": "required"})
+    assert tool_spec(connection, required) is None
+    for support in ("optional", "forbidden"):
+        spec = tool_spec(
+            connection, listed_tool("research", schema, execution={"taskSupport": support})
+        )
+        assert spec is not None and spec.risk is Risk.READ, support
+    assert connection.starts == 0
+
+
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+# Draft 7's tuple form of `items`: the first item a string, the second an integer. Draft 2020-12
+# spells that `prefixItems`; to it, an array here is not a schema at all.
+PAIR = {
+    "type": "object",
+    "properties": {"pair": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}]}},
+    "required": ["pair"],
+}
+
+
+def test_params_are_checked_by_the_draft_the_schema_declares_and_the_model_sees_no_draft() -> None:
+    connection = McpConnection(stdio_toolbox())
+    spec = tool_spec(connection, listed_tool("pair", {"$schema": DRAFT_07, **PAIR}))
+    assert spec is not None
+    spec.params.model_validate({"pair": ["a", 1]})
+    with pytest.raises(ValidationError) as wrong:
+        spec.params.model_validate({"pair": ["a", "b"]})
+    assert "pair.1: 'b' is not of type 'integer'" in str(wrong.value)
+    assert spec.entry().params_schema == PAIR  # as the server wrote it, less `$schema`
+    # Without `$schema` it is read as 2020-12, where this schema is broken: refused at once.
+    with pytest.raises(jsonschema.SchemaError):
+        tool_spec(connection, listed_tool("pair", PAIR))
+    assert connection.starts == 0

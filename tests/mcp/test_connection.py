@@ -1,18 +1,21 @@
 """One MCP server connection (`pressloop/mcp/connection.py`) against a real server (the
 toolbox, over stdio and streamable HTTP): lazy start, a hang that ends in a clear timeout, a
-crash mid-call and the restart after it (with backoff), a changed tool list, secrets."""
+crash mid-call and the restart after it (with backoff), a changed tool list, secrets, and an
+HTTP server that refuses the credentials or cannot be reached, said plainly."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 
 from pressloop.mcp.config import server_config
 from pressloop.mcp.connection import McpConnection
 from pressloop.mcp.errors import McpServerError
-from tests.mcp.support import TOKEN, http_toolbox, stdio_toolbox
+from tests.mcp.support import TOKEN, free_port, http_toolbox, stdio_toolbox
 
 
 @pytest.fixture
@@ -122,7 +125,8 @@ async def test_streamable_http_lists_calls_and_times_out_with_headers_kept_secre
         config = server_config(
             "web", {"url": url, "headers": {"Authorization": f"Bearer {TOKEN}"}, "timeout_s": 10}
         )
-        connection = McpConnection(config)
+        changed = asyncio.Event()
+        connection = McpConnection(config, on_tools_changed=changed.set)
         try:
             assert "lookup" in [tool.name for tool in await connection.tools()]
             assert text(await connection.call_tool("lookup", {"term": "h"})) == "found h x3"
@@ -132,6 +136,88 @@ async def test_streamable_http_lists_calls_and_times_out_with_headers_kept_secre
             assert TOKEN not in raised.value.message
             assert TOKEN not in repr(config) and TOKEN not in repr(connection)
             assert text(await connection.call_tool("grow", {"name": "more"})) == "added more"
+            # Over HTTP the change comes on the GET stream, not before the call's answer.
+            await asyncio.wait_for(changed.wait(), 10)
             assert "more" in [tool.name for tool in await connection.tools()]
         finally:
             await connection.close()
+
+
+@asynccontextmanager
+async def refusing_server(status: bytes = b"401 Unauthorized") -> AsyncIterator[str]:
+    """An HTTP server that refuses every request as an endpoint behind a bearer token does
+    (Pressloop's own /mcp answers so without a valid token); yields its /mcp URL."""
+    body = b'{"error": {"code": "unauthorized", "message": "a valid API token is needed"}}'
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            for line in head.decode("latin-1").split("\r\n"):
+                name, _, value = line.partition(":")
+                if name.strip().lower() == "content-length":
+                    await reader.readexactly(int(value.strip() or 0))
+            writer.write(
+                b"HTTP/1.1 " + status + b"\r\nContent-Type: application/json\r\n"
+                b"WWW-Authenticate: Bearer\r\nConnection: close\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp"
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+@pytest.mark.parametrize(
+    ("status", "said"),
+    [(b"401 Unauthorized", "401 Unauthorized"), (b"403 Forbidden", "403 Forbidden")],
+)
+async def test_an_http_server_refusing_the_credentials_says_its_status(
+    status: bytes, said: str
+) -> None:
+    async with refusing_server(status) as url:
+        config = server_config(
+            "web",
+            {
+                "url": f"{url}?key={TOKEN}",
+                "headers": {"Authorization": f"Bearer {TOKEN}"},
+                "timeout_s": 10,
+            },
+        )
+        connection = McpConnection(config)
+        try:
+            with pytest.raises(McpServerError) as raised:
+                await connection.tools()
+        finally:
+            await connection.close()
+    # Not "could not be started (ExceptionGroup)", nor the SDK's "error response": the status,
+    # and the URL without its query (which may carry a key, as here).
+    assert raised.value.message == f"MCP server 'web': answered HTTP {said} at {url}"
+    assert raised.value.retryable and TOKEN not in raised.value.message
+
+
+async def test_an_http_server_that_cannot_be_reached_says_where_and_why() -> None:
+    url = f"http://127.0.0.1:{free_port()}/mcp"  # nothing listens there
+    config = server_config(
+        "web", {"url": url, "headers": {"Authorization": f"Bearer {TOKEN}"}, "timeout_s": 10}
+    )
+    connection = McpConnection(config)
+    try:
+        for _ in range(2):  # the first start, then the restart after its backoff
+            with pytest.raises(McpServerError) as raised:
+                await connection.tools()
+            assert raised.value.message == (
+                f"MCP server 'web': could not be reached at {url}: All connection attempts failed"
+            )
+            assert TOKEN not in raised.value.message
+        assert connection.last_failure == raised.value.message and connection.starts == 2
+    finally:
+        await connection.close()

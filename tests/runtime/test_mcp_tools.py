@@ -4,6 +4,7 @@ by the data directory's mcp.json and by the stored settings."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -199,3 +200,20 @@ async def test_an_mcp_client_calls_an_outside_tool_directly(
     run = await submission.started
     assert run is not None and run.status is RunStatus.SUCCEEDED
     assert run.result is not None and "found z x3" in run.result.assistant_text
+
+
+async def test_a_slow_starting_server_does_not_hold_the_turn_and_its_tools_come_later(
+    make_service: ServiceFactory, tmp_path: Path
+) -> None:
+    slow = {"command": "sh", "args": ["-c", f"sleep 3; exec {sys.executable} {TOOLBOX} stdio"]}
+    write_config(tmp_path, slow=slow)
+    service = await make_service(
+        [{"text": "one"}, {"text": "two"}], mcp_list_wait_s=0.2, mcp_config_poll_s=0
+    )
+    thread = await service.create_thread()
+    await turn(service, "hello", thread_id=thread.id)
+    assert "MCP server 'slow' is starting: its tools come later" in system_prompt(service)
+    await asyncio.sleep(6)
+    await turn(service, "hello again", thread_id=thread.id)
+    assert "- slow.lookup (risk: read)" in system_prompt(service, 1)
+    assert "is starting" not in system_prompt(service, 1)

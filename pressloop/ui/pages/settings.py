@@ -75,6 +75,7 @@ async def settings_page(request: Request, user: User) -> Response:
         trigger.value: resolve_policy(trigger).model_dump(mode="json") for trigger in Trigger
     }
     overrides = agent.policy if agent else {}
+    mcp = await service.list_mcp_servers()
     return await page(
         request,
         "settings.html",
@@ -88,4 +89,5 @@ async def settings_page(request: Request, user: User) -> Response:
         settings=service.settings,
         disabled_by_env=service.settings.disable_agent,
         disabled_by_setting=site.kill_switch.by_setting,
+        mcp=mcp,
     )

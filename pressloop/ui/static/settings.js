@@ -47,4 +47,41 @@
       toast(error.message, "error");
     }
   });
+  // MCP servers (admin only): a name and the server's entry as in mcp.json, kept through the
+  // API (which refuses any secret value); removing uses app.js's data-delete buttons.
+  const mcpForm = document.getElementById("new-mcp-server");
+  mcpForm?.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const f = mcpForm.elements;
+    const name = f.name.value.trim();
+    let entry;
+    try {
+      entry = JSON.parse(f.entry.value);
+    } catch (error) {
+      toast(`The server is not valid JSON: ${error.message}`, "error");
+      f.entry.focus();
+      return;
+    }
+    // A whole mcp.json pasted: take this name's entry from it.
+    if (entry && typeof entry.mcpServers === "object" && entry.mcpServers !== null) {
+      entry = entry.mcpServers[name];
+      if (!entry) { toast(`The pasted mcpServers has no server named ${name}.`, "error"); return; }
+    }
+    if (!entry || typeof entry !== "object" || Array.isArray(entry)) {
+      toast("The server must be a JSON object.", "error");
+      return;
+    }
+    delete entry.type;  // some desktop configs name the transport; command or url decides here
+    delete entry.transport;
+    const button = mcpForm.querySelector("button[type=submit]");
+    button.disabled = true;
+    try {
+      await api("PUT", `/v1/settings/mcp-servers/${encodeURIComponent(name)}`, entry);
+      toast(`MCP server ${name} saved.`);
+      setTimeout(() => window.location.reload(), 300);
+    } catch (error) {
+      toast(error.message, "error");
+      button.disabled = false;
+    }
+  });
 })();
