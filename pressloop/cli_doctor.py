@@ -12,6 +12,7 @@ from sqlalchemy.engine import make_url
 
 from pressloop.cli_check_provider import provider_check
 from pressloop.cli_checks import Check, Outcome, show, site_credentials
+from pressloop.cli_mcp_check import mcp_checks
 from pressloop.config import Settings
 from pressloop.errors import ConfigurationError
 from pressloop.runtime.context import KILL_SWITCH_SETTING
@@ -40,6 +41,8 @@ async def run_checks(console: Console) -> int:
     checks.append(await _local_model(settings))
     checks.append(_kill_switch(settings, agent_disabled))
     checks.append(await site_credentials(settings))
+    if all(check.outcome == "ok" for check in database_checks):  # the servers it stores too
+        checks += await mcp_checks(settings)
     for check in checks:
         show(console, check)
     return 1 if any(c.outcome == "fail" for c in checks) else 0

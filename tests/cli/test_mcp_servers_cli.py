@@ -124,3 +124,24 @@ async def test_mistakes_exit_2_with_one_line_and_never_store_a_secret(
         assert "Traceback" not in result.err
     listed = await pressloop("mcp-servers", "list")
     assert listed.code == 0 and "no MCP servers are configured" in listed.out
+
+
+async def test_doctor_starts_each_server_and_says_what_it_offers_or_why_not(
+    pressloop: Pressloop, tmp_path: Path
+) -> None:
+    import sys
+
+    from tests.mcp.support import TOOLBOX
+
+    file = tmp_path / "mcp.json"
+    servers = {
+        "box": {"command": sys.executable, "args": [str(TOOLBOX), "stdio"]},
+        "gone": {"command": str(tmp_path / "no-such-server")},
+    }
+    file.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+    env = {"PRESSLOOP_MCP_CONFIG": str(file)}
+    assert (await pressloop("db", "upgrade", env=env)).code == 0
+    doctor = await pressloop("doctor", env=env)
+    assert "MCP server box: started; 8 tools (1 destructive, 5 read, 2 write)" in doctor.out
+    assert "MCP server gone: MCP server 'gone': could not be started" in doctor.out
+    assert doctor.code == 1  # a server that does not start is a failed check
