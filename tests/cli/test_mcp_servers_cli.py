@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 
 from tests.cli.conftest import Pressloop
+from tests.mcp.support import TOOLBOX
 
 SECRET = "sk-live-0123456789"
 
@@ -129,10 +131,6 @@ async def test_mistakes_exit_2_with_one_line_and_never_store_a_secret(
 async def test_doctor_starts_each_server_and_says_what_it_offers_or_why_not(
     pressloop: Pressloop, tmp_path: Path
 ) -> None:
-    import sys
-
-    from tests.mcp.support import TOOLBOX
-
     file = tmp_path / "mcp.json"
     servers = {
         "box": {"command": sys.executable, "args": [str(TOOLBOX), "stdio"]},
