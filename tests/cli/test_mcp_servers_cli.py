@@ -140,6 +140,6 @@ async def test_doctor_starts_each_server_and_says_what_it_offers_or_why_not(
     env = {"PRESSLOOP_MCP_CONFIG": str(file)}
     assert (await pressloop("db", "upgrade", env=env)).code == 0
     doctor = await pressloop("doctor", env=env)
-    assert "MCP server box: started; 8 tools (1 destructive, 5 read, 2 write)" in doctor.out
+    assert "MCP server box: started; 9 tools (1 destructive, 5 read, 3 write)" in doctor.out
     assert "MCP server gone: MCP server 'gone': could not be started" in doctor.out
     assert doctor.code == 1  # a server that does not start is a failed check

@@ -26,6 +26,7 @@ from pressloop.mcp.catalog import catalog_specs_and_errors, server_specs, tool_s
 from pressloop.mcp.config import server_config
 from pressloop.mcp.connection import McpConnection
 from tests.mcp.support import TOKEN, stdio_toolbox
+from tests.support.ledger import MemoryLedger
 
 OPEN = Policy(write=PolicyMode.ALLOW, destructive=PolicyMode.ALLOW)
 
@@ -104,6 +105,25 @@ async def test_a_tool_error_and_a_crash_are_told_to_the_model(box: McpConnection
         ActionCall(id="c3", name="box.lookup", params={"term": "up"}), context()
     )
     assert again.content == "found up x3" and box.starts == 2
+
+
+async def test_a_write_cut_short_by_a_crash_is_unknown_unless_the_tool_is_idempotent(
+    box: McpConnection,
+) -> None:
+    # The ledger as a worker that died between a step's intent and its outcome leaves it.
+    for tool, params in (("box.note", {"text": "a"}), ("box.tag", {"text": "a"})):
+        ledger = MemoryLedger()
+        call = ActionCall(id="c1", name=tool, params=params)
+        await ledger.intent(call, Risk.WRITE, context(), None)
+        executor = Executor(Registry(await server_specs(box)), ledger=ledger)
+        outcome = await executor.run(call, context())
+        if tool == "box.note":  # no way to look, no promise: told, never sent again
+            assert outcome.status is StepStatus.FAILED and outcome.data == {"unknown": True}
+            assert (outcome.error or "").startswith("the outcome of box.note is unknown")
+        else:  # idempotentHint: sending it again is safe
+            assert outcome.status is StepStatus.SUCCEEDED and outcome.content == "tagged a"
+    specs = {spec.name: spec for spec in await server_specs(box)}
+    assert specs["box.tag"].idempotent and not specs["box.note"].idempotent
 
 
 async def test_a_server_that_cannot_start_is_left_out_and_named() -> None:

@@ -3,7 +3,8 @@
     python toolbox.py stdio
     python toolbox.py http PORT
 
-Tools: `lookup` (read), `purge` (destructive), `note` (a plain write), `nap` (sleeps: the
+Tools: `lookup` (read), `purge` (destructive), `note` (a plain write), `tag` (an idempotent
+write), `nap` (sleeps: the
 timeout tests), `crash` (the process exits mid-call), `grow` (adds a tool, says the list changed),
 `whoami` (the env value the client was given: shows it reached the server), `fail` (isError).
 """
@@ -36,6 +37,12 @@ def purge(target: str) -> str:
 def note(text: str) -> str:
     """Write a note."""
     return f"noted {text}"
+
+
+@server.tool(annotations=ToolAnnotations(idempotent_hint=True))
+def tag(text: str) -> str:
+    """Set a tag (setting it twice is setting it once)."""
+    return f"tagged {text}"
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
