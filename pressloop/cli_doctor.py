@@ -171,9 +171,13 @@ async def _load_and_prompt_state(settings: Settings) -> tuple[float, str, SavedS
     backend = info.get("backend") or {}
     offered = backend.get("offered") or {}
     runnable = sum(1 for score in offered.values() if score)
+    # A variant that scored higher but died in its test decision here (backends.py, probe).
+    passed = "".join(
+        f"; {name} passed over: {why}" for name, why in (backend.get("passed_over") or {}).items()
+    )
     variant = (
         f"llama.cpp CPU variant {backend.get('variant')} (best of {runnable} this CPU runs, "
-        f"{len(offered)} built)"
+        f"{len(offered)} built{passed})"
         if offered
         else "llama.cpp CPU backend built in (no variants)"
     )
