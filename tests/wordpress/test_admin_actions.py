@@ -159,14 +159,16 @@ async def test_a_delete_that_names_nobody_fails_clearly_and_deletes_nothing(
     uid = (await admin.ok("create_user", username="stays", email="stays@example.org"))["id"]
     before = await admin.user_ids()
     error = await admin.fails("delete_user", reassign=1)
-    assert "exactly one of id, email or login" in error and "none given" in error
+    assert "exactly one of user, id, email or login" in error and "none given" in error
     error = await admin.fails("delete_user", id=uid, login="stays", reassign=1)
-    assert "exactly one of id, email or login" in error
-    assert "no user with email" in await admin.fails(
+    assert "exactly one of user, id, email or login" in error
+    assert "no user with login, email or name" in await admin.fails(
         "delete_user", email="nobody@example.org", reassign=1
     )
     assert "reassign" in await admin.fails("delete_user", id=uid)  # reassign is required
-    assert "no user 'ghost'" in await admin.fails("delete_user", id=uid, reassign="ghost")
+    assert "reassign: no user with login, email or name 'ghost'" in await admin.fails(
+        "delete_user", id=uid, reassign="ghost"
+    )
     assert "someone else" in await admin.fails("delete_user", id=uid, reassign=uid)
     assert "signs in as" in await admin.fails("delete_user", id=1, reassign=uid)
     # Under the default chat policy a delete needs a person: with no approvals, it is denied.
@@ -263,8 +265,8 @@ async def test_media_upload_update_undo_delete(admin: Admin) -> None:
 
 async def test_invalid_params_name_the_field(admin: Admin) -> None:
     assert "per_page" in await admin.fails("list_users", per_page="many")
-    error = await admin.fails("set_user_role", id="abc", role="editor")
-    assert "invalid params for set_user_role" in error and "id" in error
+    error = await admin.fails("set_user_role", user=0, role="editor")
+    assert "invalid params for set_user_role" in error and "user" in error
     error = await admin.fails("update_user", id=1, roles=["administrator"])
     assert "roles" in error and "Extra inputs are not permitted" in error
     assert "action" in await admin.fails("moderate_comment", id=1, action="delete")

@@ -126,6 +126,7 @@ async def test_update_status_and_terms_and_its_preview(wp: Harness) -> None:
         SPECS["update_post"].params.model_validate(params), wp.context(), wp.services
     )
     assert shown == {
+        "post": "post #1 'Hello world!'",  # which post, also when it was named by its title
         "before": {"status": "publish", "tags": []},
         "after": {"status": "private", "tags": [tag["id"]]},
     }
@@ -163,7 +164,7 @@ async def test_trash_needs_approval_in_chat_and_undo_restores_it(wp: Harness) ->
     shown = await preview(
         SPECS["trash_post"].params.model_validate({"id": 1}), wp.context(), wp.services
     )
-    assert shown["before"] == {"title": "Hello world!", "status": "publish"}
+    assert shown["before"] == {"id": 1, "title": "Hello world!", "status": "publish"}
     assert shown["after"]["status"] == "trash"
 
     trashed = await wp.ok("trash_post", OPEN, id=1)
@@ -212,7 +213,7 @@ async def test_undo_of_a_create_deletes_the_post(wp: Harness) -> None:
         ("create_post", {"title": "T", "status": "banana"}, "status"),
         ("create_post", {"title": "T", "categories": "news"}, "categories"),
         ("create_post", {"content": "no title"}, "title"),
-        ("update_post", {"id": "one", "title": "T"}, "id"),
+        ("update_post", {"post": 0, "title": "T"}, "post"),
         ("list_posts", {"per_page": 500}, "per_page"),
         ("get_post", {"id": 1, "colour": "red"}, "colour"),
         ("create_tag", {"name": ""}, "name"),
@@ -236,8 +237,10 @@ async def test_a_missing_post_is_a_clear_error(wp: Harness) -> None:
         # The clearer message keeps what WordPress said underneath it.
         assert "(the site answered 404 rest_post_invalid_id)" in outcome.content
         assert outcome.data == {"error": {"status": 404, "code": "rest_post_invalid_id"}}
-    wrong_type = await wp.run("get_post", id=2)  # the sample page
+    wrong_type = await wp.run("get_post", type="post", id=2)  # the sample page
     assert 'if it is a page, use type "page"' in wrong_type.content
+    # With no type given, an id (or a title) that is a page's finds the page.
+    assert (await wp.ok("get_post", id=2))["type"] == "page"
     nothing = await wp.run("update_post", id=1)
     assert nothing.status is StepStatus.FAILED and "nothing to change" in nothing.content
     page_tags = await wp.run("create_post", type="page", title="P", tags=[1])

@@ -30,6 +30,7 @@ from pressloop.backoff import full_jitter
 from pressloop.clock import Sleep, real_sleep
 from pressloop.config import Settings
 from pressloop.errors import ActionError, ConfigurationError, SiteError
+from pressloop.observability.tracing import instrument_httpx
 
 Value = str | int | float | bool | None
 Params = Mapping[str, Value | list[int] | list[str]]  # lists are sent comma-separated
@@ -89,6 +90,8 @@ class WordPressClient:
             transport=transport,
             headers={"Accept": "application/json", "User-Agent": "Pressloop"},
         )
+        # A span per request, sending `traceparent` to the site (only when tracing is on).
+        instrument_httpx(self._http)
 
     @classmethod
     def from_settings(cls, settings: Settings, **options: Any) -> WordPressClient:

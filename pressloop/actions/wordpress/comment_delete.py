@@ -14,12 +14,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
 from pressloop.actions.wordpress.client import WordPressClient
-from pressloop.actions.wordpress.comments import VERB, brief, get_comment, restore_status
+from pressloop.actions.wordpress.comments import (
+    VERB,
+    brief,
+    comment_field,
+    restore_status,
+    the_comment,
+)
 from pressloop.actions.wordpress.common import rendered, site
+from pressloop.actions.wordpress.refs import Pinned, Ref
 from pressloop.contracts import ActionContext, Risk
 from pressloop.errors import ActionError, SiteError
 
@@ -28,13 +35,17 @@ _KEPT = ("post", "parent", "author", "author_name", "author_email", "author_url"
          "author_user_agent", "date_gmt")  # fmt: skip
 
 
-class DeleteCommentParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    id: int = Field(ge=1, description="The comment id.")
+class DeleteCommentParams(Pinned):
+    comment: Ref = comment_field("id")
     force: bool = Field(
         default=False,
         description="Delete permanently instead of trashing (undo recreates it under a new id).",
     )
+
+
+async def _the(wp: WordPressClient, params: DeleteCommentParams) -> dict[str, Any]:
+    """The comment named; a trashed one only for a permanent delete."""
+    return await the_comment(wp, params, params.comment, trash=params.force)
 
 
 async def _replies(wp: WordPressClient, comment_id: int) -> list[int]:
@@ -46,7 +57,7 @@ async def delete_snapshot(
     params: DeleteCommentParams, _c: ActionContext, services: ActionServices
 ) -> dict[str, Any]:
     wp = site(services)
-    found = await get_comment(wp, params.id)
+    found = await _the(wp, params)
     snapshot: dict[str, Any] = {"id": found["id"], "status": found["status"]}
     if not params.force:
         return snapshot
@@ -55,7 +66,7 @@ async def delete_snapshot(
     snapshot["comment"] = {k: v for k, v in kept.items() if v not in (None, "", 0)} | {
         "content": rendered(found.get("content")) or ""
     }
-    snapshot["replies"] = await _replies(wp, params.id)
+    snapshot["replies"] = await _replies(wp, int(found["id"]))
     if found.get("type", "comment") != "comment":
         snapshot["not_recreatable"] = (
             f"it is a {found.get('type')}, and WordPress's REST API recreates only comments"
@@ -67,7 +78,7 @@ async def delete_comment_preview(
     params: DeleteCommentParams, context: ActionContext, services: ActionServices
 ) -> dict[str, Any]:
     snapshot = await delete_snapshot(params, context, services)
-    found = await get_comment(site(services), params.id)
+    found = await _the(site(services), params)
     if not params.force:
         return {"before": brief(found), "after": {"status": "trash"}}
     why = snapshot.get("not_recreatable")
@@ -79,13 +90,15 @@ async def delete_comment(
     params: DeleteCommentParams, _c: ActionContext, services: ActionServices
 ) -> ActionResult:
     wp = site(services)
-    if not params.force and (await get_comment(wp, params.id))["status"] == "trash":
-        raise ActionError(f"comment #{params.id} is already in the trash; force deletes it")
-    await wp.delete(f"/wp/v2/comments/{params.id}", {"force": params.force})
+    found = await _the(wp, params)
+    cid = int(found["id"])
+    if not params.force and found["status"] == "trash":
+        raise ActionError(f"comment #{cid} is already in the trash; force deletes it")
+    await wp.delete(f"/wp/v2/comments/{cid}", {"force": params.force})
     how = "deleted permanently" if params.force else "trashed"
     return ActionResult(
-        content={"id": params.id, "deleted": params.force, "trashed": not params.force},
-        summary=f"comment #{params.id} {how}",
+        content={"id": cid, "deleted": params.force, "trashed": not params.force},
+        summary=f"comment #{cid} {how}",
     )
 
 
@@ -127,8 +140,8 @@ async def undo_delete_comment(
 
 DELETE_COMMENT = ActionSpec(
     name="delete_comment",
-    description="Trash a comment, or with force delete it permanently (undo then recreates "
-    "it under a new id).",
+    description="Trash a comment (by id, author or words), or with force delete it "
+    "permanently (undo then recreates it under a new id).",
     params=DeleteCommentParams,
     risk=Risk.DESTRUCTIVE,
     handler=delete_comment,

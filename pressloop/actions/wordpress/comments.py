@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
 from pressloop.actions.wordpress.client import WordPressClient
 from pressloop.actions.wordpress.common import rendered, site
+from pressloop.actions.wordpress.lookup import comment_by_id, find_comment, find_post
 from pressloop.actions.wordpress.markers import marked, marker_headers
+from pressloop.actions.wordpress.refs import Pinned, Ref
 from pressloop.contracts import ActionContext, Risk
 from pressloop.errors import ActionError
 
@@ -28,21 +30,26 @@ class ListCommentsParams(BaseModel):
     status: Literal["approve", "hold", "spam", "trash", "all"] = Field(
         default="all", description="approve, hold (pending), spam, trash, or all (approve+hold)."
     )
-    post: int | None = Field(default=None, ge=1, description="Only comments on this post id.")
+    post: Ref | None = Field(default=None, description="Only comments on this post (id or title).")
     search: str | None = Field(default=None, description="Words in the comment.")
     per_page: int = Field(default=20, ge=1, le=100, description="How many per page.")
     page: int = Field(default=1, ge=1, description="Which page of results.")
 
 
-class ModerateCommentParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    id: int = Field(ge=1, description="The comment id.")
+def comment_field(*legacy: str) -> Any:
+    return Field(
+        validation_alias=AliasChoices("comment", *legacy),
+        description="The comment: its id, its author's name or words of its text.",
+    )
+
+
+class ModerateCommentParams(Pinned):
+    comment: Ref = comment_field("id")
     action: Verb = Field(description="approve, hold (back to pending), spam or trash.")
 
 
-class ReplyParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    comment_id: int = Field(ge=1, description="The comment to reply to.")
+class ReplyParams(Pinned):
+    comment: Ref = comment_field("comment_id")
     content: str = Field(min_length=1, max_length=5000, description="The reply's text.")
 
 
@@ -61,15 +68,29 @@ def brief(item: dict[str, Any], *, text: bool = True) -> dict[str, Any]:
 
 
 async def get_comment(wp: WordPressClient, comment_id: int) -> dict[str, Any]:
-    found: dict[str, Any] = await wp.get(f"/wp/v2/comments/{comment_id}")
+    return await comment_by_id(wp, comment_id)
+
+
+async def the_comment(
+    wp: WordPressClient, params: Pinned, ref: int | str, **options: Any
+) -> dict[str, Any]:
+    """The comment `ref` names, read now; resolved once per call (`refs.Pinned`)."""
+    pinned = params.pinned("comment")
+    found = await (
+        comment_by_id(wp, pinned) if pinned is not None else find_comment(wp, ref, **options)
+    )
+    params.pin("comment", int(found["id"]))
     return found
 
 
 async def list_comments(
     params: ListCommentsParams, _c: ActionContext, services: ActionServices
 ) -> ActionResult:
+    wp = site(services)
     query = params.model_dump(exclude_none=True) | {"context": "edit"}
-    response = await site(services).request("GET", "/wp/v2/comments", params=query)
+    if params.post is not None:
+        query["post"] = (await find_post(wp, params.post, "post", either=True))["id"]
+    response = await wp.request("GET", "/wp/v2/comments", params=query)
     comments = [brief(c) for c in response.data]
     total = response.total if response.total is not None else len(comments)
     return ActionResult(
@@ -89,32 +110,37 @@ async def status_before(
     _c: ActionContext,
     services: ActionServices,
 ) -> dict[str, Any]:
-    found = await get_comment(site(services), params.id)
+    found = await the_comment(
+        site(services), params, params.comment, trash=params.action != "trash"
+    )
     return {"id": found["id"], "status": found["status"]}
 
 
 async def moderate_preview(
     params: ModerateCommentParams, context: ActionContext, services: ActionServices
 ) -> dict[str, Any]:
-    found = await get_comment(site(services), params.id)
+    found = await the_comment(
+        site(services), params, params.comment, trash=params.action != "trash"
+    )
     after = next(k for k, v in VERB.items() if v == params.action)
-    return {"before": brief(found), "after": {"id": params.id, "status": after}}
+    return {"before": brief(found), "after": {"id": found["id"], "status": after}}
 
 
 async def moderate_comment(
     params: ModerateCommentParams, _c: ActionContext, services: ActionServices
 ) -> ActionResult:
     wp = site(services)
-    before = await get_comment(wp, params.id)
+    before = await the_comment(wp, params, params.comment, trash=params.action != "trash")
+    cid = int(before["id"])
     if VERB.get(before["status"]) == params.action:
         return ActionResult(
             content=brief(before, text=False) | {"changed": False},
-            summary=f"comment #{params.id} was already {before['status']}",
+            summary=f"comment #{cid} was already {before['status']}",
         )
-    after = await _set_status(wp, params.id, params.action)
+    after = await _set_status(wp, cid, params.action)
     return ActionResult(
         content=after | {"changed": True, "status_before": before["status"]},
-        summary=f"comment #{params.id}: {before['status']} -> {after['status']}",
+        summary=f"comment #{cid}: {before['status']} -> {after['status']}",
     )
 
 
@@ -134,7 +160,7 @@ async def reply_to_comment(
     params: ReplyParams, context: ActionContext, services: ActionServices
 ) -> ActionResult:
     wp = site(services)
-    parent = await get_comment(wp, params.comment_id)
+    parent = await the_comment(wp, params, params.comment, not_text=params.content)
     body = {"post": parent["post"], "parent": parent["id"], "content": params.content}
     made = await wp.post("/wp/v2/comments", body, headers=marker_headers(context))
     reply = brief(made, text=False)
@@ -153,7 +179,8 @@ async def reply_posted(
     if made is not None:
         replies = [await get_comment(wp, made[0].id)] if made else []
     else:
-        query: dict[str, Any] = {"parent": params.comment_id, "status": "all", "per_page": 100}
+        parent = await the_comment(wp, params, params.comment, not_text=params.content)
+        query: dict[str, Any] = {"parent": parent["id"], "status": "all", "per_page": 100}
         replies = [
             item
             for item in await wp.get("/wp/v2/comments", query)
@@ -163,7 +190,7 @@ async def reply_posted(
         return None
     reply = brief(replies[0], text=False)
     return ActionResult(
-        content=reply, summary=f"replied to comment #{params.comment_id} with #{reply['id']}"
+        content=reply, summary=f"replied to comment #{reply['parent']} with #{reply['id']}"
     )
 
 
@@ -185,7 +212,7 @@ COMMENT_ACTIONS = (
     ),
     ActionSpec(
         name="moderate_comment",
-        description="Approve, hold, mark as spam or trash a comment.",
+        description="Approve, hold, mark as spam or trash a comment (by id, author or words).",
         params=ModerateCommentParams,
         risk=Risk.WRITE,
         handler=moderate_comment,
@@ -195,7 +222,7 @@ COMMENT_ACTIONS = (
     ),
     ActionSpec(
         name="reply_to_comment",
-        description="Reply to a comment as the site's user (published under the same post).",
+        description="Reply to a comment (by id, author or words) as the site's user.",
         params=ReplyParams,
         risk=Risk.WRITE,
         handler=reply_to_comment,

@@ -19,6 +19,7 @@ from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
 from pressloop.actions.wordpress.blocks import blocks
 from pressloop.actions.wordpress.client import WordPressClient
 from pressloop.actions.wordpress.common import rendered, site
+from pressloop.actions.wordpress.lookup import term_ids
 from pressloop.actions.wordpress.markers import marked, marker_headers
 from pressloop.actions.wordpress.post_params import (
     LIVE_STATUSES,
@@ -49,9 +50,12 @@ async def create_post(
     params: CreatePostParams, context: ActionContext, services: ActionServices
 ) -> ActionResult:
     no_terms_on_pages(params.type, params.categories, params.tags)
-    post = await site(services).post(
-        route(params.type), json=_create_body(params), headers=marker_headers(context)
-    )
+    client = site(services)
+    body = _create_body(params)
+    for terms, taxonomy in (("categories", "category"), ("tags", "tag")):
+        if terms in body:  # names become ids; a name no term has is a clear error
+            body[terms] = await term_ids(client, taxonomy, body[terms])
+    post = await client.post(route(params.type), json=body, headers=marker_headers(context))
     return ActionResult(content=brief(post), summary=f"created {label(post)} ({post['status']})")
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+from pressloop.actions.wordpress.refs import Pinned, Ref, RefText
 
 PostType = Literal["post", "page"]
 Status = Literal["draft", "publish", "pending", "private"]
@@ -17,7 +19,14 @@ ROUTES = {"post": "/wp/v2/posts", "page": "/wp/v2/pages"}
 LIVE_STATUSES = "publish,future,draft,pending,private"
 
 TypeArg = Annotated[PostType, Field(description='"post" for blog posts, "page" for pages.')]
-IdArg = Annotated[int, Field(gt=0, description="The post or page id (from list_posts).")]
+PostArg = Annotated[
+    Ref,
+    Field(
+        validation_alias=AliasChoices("post", "id"),  # "id": what the actions took before
+        description="The post or page: its id or its title.",
+    ),
+]
+TermRefs = list[Annotated[int, Field(gt=0)] | RefText]
 _CONTENT_HELP = (
     "The body as Gutenberg block markup (<!-- wp:paragraph --><p>...</p><!-- /wp:paragraph "
     "-->). Plain text is accepted: paragraphs separated by blank lines become paragraph blocks."
@@ -32,16 +41,18 @@ class ListPostsParams(_Params):
     type: TypeArg = "post"
     search: str = Field(default="", max_length=200, description="Words to look for.")
     status: ListStatus = Field(default="any", description='"any" = every status except trash.')
-    categories: list[int] = Field(
-        default_factory=list, max_length=20, description="Only posts in these category ids."
+    categories: TermRefs = Field(
+        default_factory=list,
+        max_length=20,
+        description="Only posts in these categories (ids or names).",
     )
     per_page: int = Field(default=10, ge=1, le=50, description="How many per page (at most 50).")
     page: int = Field(default=1, ge=1, description="Which page of results, from 1.")
 
 
-class GetPostParams(_Params):
+class GetPostParams(Pinned):
     type: TypeArg = "post"
-    id: IdArg
+    post: PostArg
 
 
 class CreatePostParams(_Params):
@@ -52,29 +63,29 @@ class CreatePostParams(_Params):
         default="draft", description="draft (default), publish, pending, private."
     )
     excerpt: str | None = Field(default=None, max_length=2000, description="A short summary.")
-    categories: list[int] | None = Field(
-        default=None, max_length=20, description="Category ids (posts only; list_categories)."
+    categories: TermRefs | None = Field(
+        default=None, max_length=20, description="Categories, ids or names (posts only)."
     )
-    tags: list[int] | None = Field(
-        default=None, max_length=50, description="Tag ids (posts only; list_tags)."
+    tags: TermRefs | None = Field(
+        default=None, max_length=50, description="Tags, ids or names (posts only)."
     )
 
 
-class UpdatePostParams(_Params):
+class UpdatePostParams(Pinned):
     type: TypeArg = "post"
-    id: IdArg
+    post: PostArg
     title: str | None = Field(default=None, min_length=1, max_length=500, description="New title.")
     content: str | None = Field(default=None, max_length=200_000, description=_CONTENT_HELP)
     excerpt: str | None = Field(default=None, max_length=2000, description="New excerpt.")
     status: Status | None = Field(default=None, description="New status.")
-    categories: list[int] | None = Field(
-        default=None, max_length=20, description="Category ids; replaces the current ones."
+    categories: TermRefs | None = Field(
+        default=None, max_length=20, description="Categories (ids or names); replace the current."
     )
-    tags: list[int] | None = Field(
-        default=None, max_length=50, description="Tag ids; replaces the current ones."
+    tags: TermRefs | None = Field(
+        default=None, max_length=50, description="Tags (ids or names); replace the current ones."
     )
 
 
-class PostRefParams(_Params):
+class PostRefParams(Pinned):
     type: TypeArg = "post"
-    id: IdArg
+    post: PostArg

@@ -16,6 +16,7 @@ from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
 from pressloop.actions.wordpress.blocks import blocks
 from pressloop.actions.wordpress.client import WordPressClient
 from pressloop.actions.wordpress.common import rendered, site
+from pressloop.actions.wordpress.lookup import find_post, post_by_id, term_ids
 from pressloop.actions.wordpress.post_params import (
     CONTENT_LIMIT,
     LIVE_STATUSES,
@@ -25,8 +26,9 @@ from pressloop.actions.wordpress.post_params import (
     PostRefParams,
     UpdatePostParams,
 )
+from pressloop.actions.wordpress.refs import as_id
 from pressloop.contracts import ActionContext, Risk
-from pressloop.errors import ActionError
+from pressloop.errors import ActionError, SiteError
 
 # -- reading posts --------------------------------------------------------------------------------
 
@@ -42,19 +44,23 @@ def no_terms_on_pages(kind: str, categories: Any, tags: Any) -> None:
 
 async def fetch(client: WordPressClient, kind: str, post_id: int) -> dict[str, Any]:
     """The post in edit context, or a clear error naming what was not found."""
-    try:
-        found = await client.get(route(kind, post_id))
-    except ActionError as error:
-        if "rest_post_invalid_id" not in error.message:
-            raise
-        other = "page" if kind == "post" else "post"
-        raise ActionError(
-            f"there is no {kind} with id {post_id} (if it is a {other}, use type "
-            f'"{other}"; list_posts finds ids)'
-        ) from error
-    if not isinstance(found, dict):
-        raise ActionError(f"WordPress answered GET {route(kind, post_id)} with no post")
-    return found
+    return await post_by_id(client, kind, post_id)
+
+
+async def target(
+    client: WordPressClient, params: GetPostParams | PostRefParams | UpdatePostParams,
+    *, trash: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    """The post `params.post` names, read now. Resolved once per call (`refs.Pinned`): the
+    snapshot, the change and its check act on the same post. `type` not given: a page will do."""
+    pinned = params.pinned("post")
+    if pinned is not None:
+        return await post_by_id(client, pinned[0], pinned[1])
+    post = await find_post(
+        client, params.post, params.type, either="type" not in params.model_fields_set, trash=trash
+    )
+    params.pin("post", (str(post.get("type") or params.type), int(post["id"])))
+    return post
 
 
 def brief(post: dict[str, Any]) -> dict[str, Any]:
@@ -87,13 +93,18 @@ def label(post: dict[str, Any]) -> str:
     return f"{post.get('type', 'post')} #{post.get('id')} {rendered(post.get('title'))!r}"
 
 
+_ANY = LIVE_STATUSES.split(",")
+
+
 async def list_posts(
     params: ListPostsParams, context: ActionContext, services: ActionServices
 ) -> ActionResult:
+    client = site(services)
+    statuses = _ANY if params.status == "any" else [params.status]
     query: dict[str, Any] = {
         "per_page": params.per_page,
         "page": params.page,
-        "status": LIVE_STATUSES if params.status == "any" else params.status,
+        "status": ",".join(statuses),
         "orderby": "date" if not params.search else "relevance",
         "order": "desc",
     }
@@ -101,21 +112,35 @@ async def list_posts(
         query["search"] = params.search
     if params.categories:
         no_terms_on_pages(params.type, params.categories, None)
-        query["categories"] = params.categories
-    response = await site(services).request("GET", route(params.type), params=query)
+        query["categories"] = await term_ids(client, "category", params.categories)
+    try:
+        response = await client.request("GET", route(params.type), params=query)
+    except SiteError as refused:
+        # A user who may not see others' drafts is refused the whole list: published ones then.
+        if params.status != "any" or refused.status not in (400, 401, 403):
+            raise
+        statuses = ["publish"]
+        response = await client.request(
+            "GET", route(params.type), params=query | {"status": "publish"}
+        )
     items = [brief(p) for p in response.data or []]
     total = response.total if response.total is not None else len(items)
+    plural = params.type + "s"
+    left_out = "trash" if "trash" not in statuses else "none"
+    if statuses == ["publish"] and params.status == "any":
+        left_out = "drafts, pending, scheduled and private ones (this user may not see them), trash"
     return ActionResult(
-        content={"total": total, "page": params.page, params.type + "s": items},
-        summary=f"listed {len(items)} of {total} {params.type}s",
+        content={"total": total, "page": params.page, "statuses": statuses,
+                 "left_out": left_out, plural: items},
+        summary=f"listed {len(items)} of {total} {plural} ({', '.join(statuses)})",
         untrusted=True,
-    )
+    )  # fmt: skip
 
 
 async def get_post(
     params: GetPostParams, context: ActionContext, services: ActionServices
 ) -> ActionResult:
-    post = await fetch(site(services), params.type, params.id)
+    post = await target(site(services), params)
     return ActionResult(content=full(post), summary=f"read {label(post)}", untrusted=True)
 
 
@@ -124,10 +149,24 @@ async def get_post(
 _FIELDS = ("title", "content", "excerpt", "status", "categories", "tags")
 
 
-def _changes(params: UpdatePostParams) -> dict[str, Any]:
-    changes = {name: getattr(params, name) for name in _FIELDS if getattr(params, name) is not None}
+def _asked(params: UpdatePostParams) -> dict[str, Any]:
+    asked = {name: getattr(params, name) for name in _FIELDS if getattr(params, name) is not None}
+    if not asked:
+        raise ActionError("nothing to change: give at least one of " + ", ".join(_FIELDS))
+    return asked
+
+
+async def _changes(
+    client: WordPressClient, params: UpdatePostParams, post: dict[str, Any]
+) -> dict[str, Any]:
+    """The fields to write, for `post` (its type decides whether terms are allowed)."""
+    changes = _asked(params)
+    no_terms_on_pages(str(post.get("type")), params.categories, params.tags)
     if "content" in changes:
         changes["content"] = blocks(changes["content"])
+    for terms, taxonomy in (("categories", "category"), ("tags", "tag")):
+        if terms in changes:
+            changes[terms] = await term_ids(client, taxonomy, changes[terms])
     return changes
 
 
@@ -138,31 +177,32 @@ def _fields(post: dict[str, Any], names: list[str]) -> dict[str, Any]:
 async def update_snapshot(
     params: UpdatePostParams, context: ActionContext, services: ActionServices
 ) -> dict[str, Any]:
-    changes = _changes(params)
-    if not changes:
-        raise ActionError("nothing to change: give at least one of " + ", ".join(_FIELDS))
-    no_terms_on_pages(params.type, params.categories, params.tags)
-    post = await fetch(site(services), params.type, params.id)
-    return {"type": params.type, "id": params.id, "fields": _fields(post, list(changes))}
+    _asked(params)
+    client = site(services)
+    post = await target(client, params)
+    changes = await _changes(client, params, post)
+    return {"type": post["type"], "id": post["id"], "fields": _fields(post, list(changes))}
 
 
 async def update_preview(
     params: UpdatePostParams, context: ActionContext, services: ActionServices
 ) -> dict[str, Any]:
-    before = (await update_snapshot(params, context, services))["fields"]
-    return {"before": before, "after": _changes(params)}
+    _asked(params)
+    client = site(services)
+    post = await target(client, params)
+    changes = await _changes(client, params, post)
+    return {"post": label(post), "before": _fields(post, list(changes)), "after": changes}
 
 
 async def update_post(
     params: UpdatePostParams, context: ActionContext, services: ActionServices
 ) -> ActionResult:
-    changes = _changes(params)
-    if not changes:
-        raise ActionError("nothing to change: give at least one of " + ", ".join(_FIELDS))
-    no_terms_on_pages(params.type, params.categories, params.tags)
+    _asked(params)
     client = site(services)
-    await fetch(client, params.type, params.id)  # a clear error for an id that is not there
-    post = await client.post(route(params.type, params.id), json=changes, idempotent=True)
+    current = await target(client, params)  # a clear error for a post that is not there
+    changes = await _changes(client, params, current)
+    kind, post_id = str(current["type"]), int(current["id"])
+    post = await client.post(route(kind, post_id), json=changes, idempotent=True)
     return ActionResult(
         content={**brief(post), "changed": sorted(changes)},
         summary=f"updated {', '.join(sorted(changes))} of {label(post)}",
@@ -174,13 +214,29 @@ async def update_applied(
 ) -> ActionResult | None:
     """Reconcile: did an interrupted attempt of this update take effect? The post already has
     every field asked for: the step is done. Otherwise it runs again (an update is idempotent);
-    the snapshot for undo was taken before the first attempt, so undo still goes back to it."""
+    the snapshot for undo was taken before the first attempt, so undo still goes back to it.
+    A post named by its title may have been renamed by that attempt: a post with the new title
+    and every field asked for is the one; else the title names it as before."""
+    client = site(services)
+    if params.pinned("post") is None and params.title is not None and as_id(params.post) is None:
+        try:
+            renamed = await find_post(
+                client, params.title, params.type, either="type" not in params.model_fields_set
+            )
+        except ActionError:
+            renamed = None
+        if renamed is not None and (done := await _applied(client, params, renamed)):
+            return done
+    return await _applied(client, params, await target(client, params))
 
+
+async def _applied(
+    client: WordPressClient, params: UpdatePostParams, post: dict[str, Any]
+) -> ActionResult | None:
     def same(value: Any) -> Any:  # term ids come back in WordPress's order
         return sorted(value) if isinstance(value, list) else value
 
-    changes = _changes(params)
-    post = await fetch(site(services), params.type, params.id)
+    changes = await _changes(client, params, post)
     now = _fields(post, list(changes))
     if any(same(now[name]) != same(wanted) for name, wanted in changes.items()):
         return None
@@ -211,7 +267,7 @@ def _status_fields(post: dict[str, Any], *names: str) -> dict[str, Any]:
 async def status_snapshot(
     params: PostRefParams, context: ActionContext, services: ActionServices
 ) -> dict[str, Any]:
-    return _status_fields(await fetch(site(services), params.type, params.id), "status")
+    return _status_fields(await target(site(services), params), "status")
 
 
 async def trash_snapshot(
@@ -219,7 +275,7 @@ async def trash_snapshot(
 ) -> dict[str, Any]:
     # Trashing appends "__trashed" to the slug. WordPress 6.1 puts the old slug back when the
     # status leaves the trash; undo also writes it back explicitly, so the link survives anyway.
-    post = await fetch(site(services), params.type, params.id)
+    post = await target(site(services), params)
     return _status_fields(post, "status", "slug")
 
 
@@ -228,8 +284,12 @@ async def publish_preview(
 ) -> dict[str, Any]:
     before = await status_snapshot(params, context, services)
     return {
-        "before": {"title": before["title"], "status": before["fields"]["status"]},
-        "after": {"title": before["title"], "status": "publish"},
+        "before": {
+            "id": before["id"],
+            "title": before["title"],
+            "status": before["fields"]["status"],
+        },
+        "after": {"id": before["id"], "title": before["title"], "status": "publish"},
     }
 
 
@@ -237,11 +297,11 @@ async def publish_post(
     params: PostRefParams, context: ActionContext, services: ActionServices
 ) -> ActionResult:
     client = site(services)
-    current = await fetch(client, params.type, params.id)
+    current = await target(client, params)
     if current.get("status") == "trash":
         raise ActionError(f"{label(current)} is in the trash: restore it before publishing")
     post = await client.post(
-        route(params.type, params.id), json={"status": "publish"}, idempotent=True
+        route(current["type"], current["id"]), json={"status": "publish"}, idempotent=True
     )
     return ActionResult(content=brief(post), summary=f"published {label(post)}")
 
@@ -254,8 +314,12 @@ async def trash_preview(
 ) -> dict[str, Any]:
     before = await status_snapshot(params, context, services)
     return {
-        "before": {"title": before["title"], "status": before["fields"]["status"]},
-        "after": {"title": before["title"], "status": "trash"},
+        "before": {
+            "id": before["id"],
+            "title": before["title"],
+            "status": before["fields"]["status"],
+        },
+        "after": {"id": before["id"], "title": before["title"], "status": "trash"},
     }
 
 
@@ -263,17 +327,17 @@ async def trash_post(
     params: PostRefParams, context: ActionContext, services: ActionServices
 ) -> ActionResult:
     client = site(services)
-    current = await fetch(client, params.type, params.id)
+    current = await target(client, params)
     if current.get("status") == "trash":
         raise ActionError(f"{label(current)} is already in the trash")
-    post = await client.delete(route(params.type, params.id))
+    post = await client.delete(route(current["type"], current["id"]))
     return ActionResult(content=brief(post), summary=f"moved {label(post)} to the trash")
 
 
 async def delete_preview(
     params: PostRefParams, context: ActionContext, services: ActionServices
 ) -> dict[str, Any]:
-    post = await fetch(site(services), params.type, params.id)
+    post = await target(site(services), params, trash=True)
     return {"before": brief(post), "after": None}
 
 
@@ -281,27 +345,29 @@ async def delete_post(
     params: PostRefParams, context: ActionContext, services: ActionServices
 ) -> ActionResult:
     client = site(services)
-    await fetch(client, params.type, params.id)
-    answer = await client.delete(route(params.type, params.id), {"force": True})
+    current = await target(client, params, trash=True)
+    kind, post_id = str(current["type"]), int(current["id"])
+    answer = await client.delete(route(kind, post_id), {"force": True})
     previous = answer.get("previous", {}) if isinstance(answer, dict) else {}
     return ActionResult(
         content={
             "deleted": True,
-            "id": params.id,
-            "type": params.type,
+            "id": post_id,
+            "type": kind,
             "title": rendered(previous.get("title")),
         },  # fmt: skip
-        summary=f"deleted {params.type} #{params.id} permanently",
+        summary=f"deleted {kind} #{post_id} permanently",
     )
 
 
 _TYPE_NOTE = ' Set type "page" for pages.'
+# Every action on one post names it by `post`: its id or its title (drafts included).
 
 POST_ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec(
         name="list_posts",
-        description="List or search posts (or pages) with their id, title, status and link."
-        + _TYPE_NOTE,
+        description="List or search posts (or pages): id, title, status, link. Drafts, pending, "
+        "scheduled and private ones included; the trash only with status trash." + _TYPE_NOTE,
         params=ListPostsParams,
         risk=Risk.READ,
         untrusted_output=True,  # titles: authors and contributors write them
@@ -309,7 +375,7 @@ POST_ACTIONS: tuple[ActionSpec, ...] = (
     ),
     ActionSpec(
         name="get_post",
-        description="Read one post (or page) by id, with its raw block content and excerpt."
+        description="Read one post (or page), by id or title, with its block content and excerpt."
         + _TYPE_NOTE,
         params=GetPostParams,
         risk=Risk.READ,

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
 from pressloop.actions.wordpress.client import WordPressClient
 from pressloop.actions.wordpress.common import rendered, site
+from pressloop.actions.wordpress.refs import matching, which_one
 from pressloop.contracts import ActionContext, Risk
 from pressloop.errors import ActionError
 
@@ -21,7 +22,7 @@ from pressloop.errors import ActionError
 class ListPluginsParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     status: Literal["active", "inactive"] | None = Field(
-        default=None, description="Only active or only inactive plugins."
+        default=None, description="Only active or only inactive ones (default: both)."
     )
     search: str | None = Field(default=None, description="Words in the plugin's name.")
 
@@ -45,11 +46,20 @@ def _plugin(item: dict[str, Any]) -> dict[str, Any]:
 
 
 async def find_plugin(wp: WordPressClient, wanted: str) -> dict[str, Any]:
-    key = wanted.strip().removesuffix(".php").lower()
+    """By file id ("akismet/akismet"), folder ("akismet") or name, any case; then a unique
+    partial match of the name. Several: the candidates, never a guess."""
+    key = wanted.strip().removesuffix(".php")
     plugins = await wp.get("/wp/v2/plugins")
-    for item in plugins:
-        if key in (item["plugin"].lower(), str(rendered(item.get("name"))).lower()):
-            return _plugin(item)
+
+    def names(item: dict[str, Any]) -> list[Any]:
+        return [item["plugin"], item["plugin"].split("/")[0], rendered(item.get("name"))]
+
+    found = matching(key, plugins, names)
+    if len(found) == 1:
+        return _plugin(found[0])
+    if found:
+        lines = [f"{p['plugin']} ({rendered(p.get('name'))}, {p.get('status')})" for p in found]
+        raise which_one("plugin", "plugin", wanted, lines)
     known = ", ".join(p["plugin"] for p in plugins)
     raise ActionError(f"no plugin {wanted!r} is installed; installed: {known}")
 
@@ -59,10 +69,18 @@ async def list_plugins(
 ) -> ActionResult:
     query = params.model_dump(exclude_none=True)
     plugins = [_plugin(p) for p in await site(services).get("/wp/v2/plugins", query)]
-    active = sum(p["status"] == "active" for p in plugins)
+    active = sum(p["status"] in ("active", "network-active") for p in plugins)
+    covered = params.status or "active and inactive"
     return ActionResult(
-        content={"plugins": plugins}, summary=f"{len(plugins)} plugins ({active} active)"
-    )
+        content={"plugins": plugins, "included": covered, "active": active,
+                 "inactive": len(plugins) - active},
+        summary=(
+            f"{len(plugins)} {params.status} plugins"
+            if params.status
+            else f"{len(plugins)} plugins installed ({active} active, {len(plugins) - active} "
+            "inactive)"
+        ),
+    )  # fmt: skip
 
 
 async def _set_status(wp: WordPressClient, plugin: str, status: str) -> dict[str, Any]:
@@ -258,7 +276,7 @@ _PLUGIN_DOC = ' Name it by its file id from list_plugins (e.g. "akismet/akismet"
 SETTINGS_PLUGIN_ACTIONS = (
     ActionSpec(
         name="list_plugins",
-        description="List installed plugins: file id, name, status (active or inactive).",
+        description="List every installed plugin, active and inactive, with its status.",
         params=ListPluginsParams,
         risk=Risk.READ,
         untrusted_output=True,  # names and descriptions: third-party text

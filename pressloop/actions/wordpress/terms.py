@@ -17,12 +17,14 @@ from __future__ import annotations
 import html
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
 from pressloop.actions.wordpress.client import WordPressClient
 from pressloop.actions.wordpress.common import site
+from pressloop.actions.wordpress.lookup import find_term, term_by_id
 from pressloop.actions.wordpress.markers import marked, marker_headers
+from pressloop.actions.wordpress.refs import Pinned, Ref
 from pressloop.contracts import ActionContext, Risk
 from pressloop.errors import ActionError
 
@@ -54,8 +56,31 @@ class CreateTagParams(_Params):
     slug: str | None = Field(default=None, max_length=200, description="URL slug (optional).")
 
 
-class TermRefParams(_Params):
-    id: int = Field(gt=0, description="The term's id (from list_categories or list_tags).")
+class DeleteCategoryParams(Pinned):
+    category: Ref = Field(
+        validation_alias=AliasChoices("category", "id"),
+        description="The category: its id, name or slug.",
+    )
+
+
+class DeleteTagParams(Pinned):
+    tag: Ref = Field(
+        validation_alias=AliasChoices("tag", "id"), description="The tag: its id, name or slug."
+    )
+
+
+TermRefParams = DeleteCategoryParams | DeleteTagParams
+
+
+async def _named(
+    client: WordPressClient, taxonomy: Taxonomy, params: TermRefParams
+) -> dict[str, Any]:
+    """The term the params name, read now; resolved once per call (`refs.Pinned`)."""
+    pinned = params.pinned("term")
+    ref = params.category if isinstance(params, DeleteCategoryParams) else params.tag
+    term = await find_term(client, taxonomy, pinned if pinned is not None else ref)
+    params.pin("term", int(term["id"]))
+    return term
 
 
 def _brief(term: dict[str, Any]) -> dict[str, Any]:
@@ -73,17 +98,7 @@ def _brief(term: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _fetch(client: WordPressClient, taxonomy: Taxonomy, term_id: int) -> dict[str, Any]:
-    try:
-        term = await client.get(f"{_ROUTES[taxonomy]}/{term_id}")
-    except ActionError as error:
-        if "rest_term_invalid" not in error.message:
-            raise
-        raise ActionError(
-            f"there is no {taxonomy} with id {term_id} (list_{_plural(taxonomy)} finds ids)"
-        ) from error
-    if not isinstance(term, dict):
-        raise ActionError(f"WordPress answered with no {taxonomy} for id {term_id}")
-    return term
+    return await term_by_id(client, taxonomy, term_id)
 
 
 def _plural(taxonomy: Taxonomy) -> str:
@@ -186,7 +201,7 @@ def _previewing(taxonomy: Taxonomy) -> Any:
     async def preview(
         params: TermRefParams, context: ActionContext, services: ActionServices
     ) -> dict[str, Any]:
-        term = await _fetch(site(services), taxonomy, params.id)
+        term = await _named(site(services), taxonomy, params)
         return {"before": {**_brief(term), "posts_using_it": term.get("count")}, "after": None}
 
     return preview
@@ -197,12 +212,13 @@ def _deleting(taxonomy: Taxonomy) -> Any:
         params: TermRefParams, context: ActionContext, services: ActionServices
     ) -> ActionResult:
         client = site(services)
-        term = await _fetch(client, taxonomy, params.id)
-        await client.delete(f"{_ROUTES[taxonomy]}/{params.id}", {"force": True})
+        term = await _named(client, taxonomy, params)
+        term_id = int(term["id"])
+        await client.delete(f"{_ROUTES[taxonomy]}/{term_id}", {"force": True})
         name = html.unescape(str(term.get("name", "")))
         return ActionResult(
-            content={"deleted": True, "id": params.id, "taxonomy": taxonomy, "name": name},
-            summary=f"deleted {taxonomy} #{params.id} {name!r} permanently",
+            content={"deleted": True, "id": term_id, "taxonomy": taxonomy, "name": name},
+            summary=f"deleted {taxonomy} #{term_id} {name!r} permanently",
         )
 
     return handler
@@ -219,7 +235,7 @@ TERM_ACTIONS: tuple[ActionSpec, ...] = (
     ),
     ActionSpec(
         name="create_category",
-        description="Create a category; use its id in create_post or update_post.",
+        description="Create a category; use its id or name in create_post or update_post.",
         params=CreateCategoryParams,
         risk=Risk.WRITE,
         handler=_creating("category"),
@@ -228,8 +244,8 @@ TERM_ACTIONS: tuple[ActionSpec, ...] = (
     ),
     ActionSpec(
         name="delete_category",
-        description="Delete a category permanently; its posts stay, without it. No undo.",
-        params=TermRefParams,
+        description="Delete a category (by id, name or slug); its posts stay. No undo.",
+        params=DeleteCategoryParams,
         risk=Risk.DESTRUCTIVE,
         handler=_deleting("category"),
         preview=_previewing("category"),
@@ -244,7 +260,7 @@ TERM_ACTIONS: tuple[ActionSpec, ...] = (
     ),
     ActionSpec(
         name="create_tag",
-        description="Create a tag; use its id in create_post or update_post.",
+        description="Create a tag; use its id or name in create_post or update_post.",
         params=CreateTagParams,
         risk=Risk.WRITE,
         handler=_creating("tag"),
@@ -253,8 +269,8 @@ TERM_ACTIONS: tuple[ActionSpec, ...] = (
     ),
     ActionSpec(
         name="delete_tag",
-        description="Delete a tag permanently; its posts stay, without it. No undo.",
-        params=TermRefParams,
+        description="Delete a tag (by id, name or slug); its posts stay. No undo.",
+        params=DeleteTagParams,
         risk=Risk.DESTRUCTIVE,
         handler=_deleting("tag"),
         preview=_previewing("tag"),

@@ -16,7 +16,9 @@ from pydantic import Field
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
 from pressloop.actions.wordpress.client import WordPressClient
 from pressloop.actions.wordpress.common import site
-from pressloop.actions.wordpress.users import UserRef, compact, find_user, me, search_user
+from pressloop.actions.wordpress.lookup import find_user
+from pressloop.actions.wordpress.refs import Ref
+from pressloop.actions.wordpress.users import UserRef, compact, me, the_user
 from pressloop.contracts import ActionContext, Risk
 from pressloop.errors import ActionError
 
@@ -28,25 +30,25 @@ class SetUserRoleParams(UserRef):
 
 
 class DeleteUserParams(UserRef):
-    reassign: int | str = Field(
-        description="Who receives the deleted user's posts and pages: an id, email or login."
+    reassign: Ref = Field(
+        description="Who gets their posts and pages: id, login, email or display name."
     )
 
 
-async def _reassignee(wp: WordPressClient, value: int | str) -> dict[str, Any]:
-    if isinstance(value, int) or value.isdigit():
-        return await find_user(wp, UserRef(id=int(value)))
-    by_email = await search_user(wp, value, "email") if "@" in value else None
-    found = by_email or await search_user(wp, value, "username")
-    if found is None:
-        raise ActionError(f"no user {value!r} to reassign the content to")
+async def _reassignee(wp: WordPressClient, params: DeleteUserParams) -> dict[str, Any]:
+    pinned = params.pinned("reassign")
+    try:
+        found = await find_user(wp, pinned if pinned is not None else params.reassign)
+    except ActionError as error:
+        raise ActionError(f"reassign: {error.message}") from error
+    params.pin("reassign", int(found["id"]))
     return found
 
 
 async def roles_before(
     params: SetUserRoleParams, _c: ActionContext, services: ActionServices
 ) -> dict[str, Any]:
-    user = await find_user(site(services), params)
+    user = await the_user(site(services), params)
     return {"id": user["id"], "roles": user.get("roles", [])}
 
 
@@ -65,7 +67,7 @@ async def set_user_role(
     params: SetUserRoleParams, _c: ActionContext, services: ActionServices
 ) -> ActionResult:
     wp = site(services)
-    user = await find_user(wp, params)
+    user = await the_user(wp, params)
     updated = compact(
         await wp.post(f"/wp/v2/users/{user['id']}", {"roles": [params.role]}, idempotent=True)
     )
@@ -105,8 +107,8 @@ async def _authored(wp: WordPressClient, user_id: int) -> dict[str, int]:
 async def _deletion(
     params: DeleteUserParams, wp: WordPressClient
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    user = await find_user(wp, params)
-    heir = await _reassignee(wp, params.reassign)
+    user = await the_user(wp, params)
+    heir = await _reassignee(wp, params)
     if heir["id"] == user["id"]:
         raise ActionError("reassign names the user being deleted: choose someone else")
     if user["id"] == (await me(wp))["id"]:
@@ -152,8 +154,8 @@ USER_ROLE_ACTIONS = (
     ActionSpec(
         name="delete_user",
         description=(
-            "Delete a user named by exactly one of id, email or login; their posts and pages "
-            "go to `reassign`. Cannot be undone."
+            "Delete a user (by id, login, email or display name); their posts and pages go to "
+            "`reassign`. Cannot be undone."
         ),
         params=DeleteUserParams,
         risk=Risk.DESTRUCTIVE,

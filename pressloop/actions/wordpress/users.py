@@ -1,7 +1,8 @@
 """User actions: list, get, create, update (roles and deletion are in `user_roles`).
 
-A user is named by exactly one of id, email or login (`UserRef`). WordPress's `search` is a
-wildcard match over several columns, so finding by email or login filters the answer exactly.
+A user is named by `user`: an id, login, email or display name (`UserRef`, `lookup.find_user`;
+the old `id`, `email` or `login` params still work). WordPress's `search` is a wildcard match
+over several columns, so the answer is filtered exactly; two users matching is a "which one?".
 """
 
 from __future__ import annotations
@@ -14,32 +15,39 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
 from pressloop.actions.wordpress.client import WordPressClient
 from pressloop.actions.wordpress.common import site
+from pressloop.actions.wordpress.lookup import find_user
 from pressloop.actions.wordpress.markers import marked, marker_headers
+from pressloop.actions.wordpress.refs import Pinned, Ref
 from pressloop.contracts import ActionContext, Risk
 from pressloop.errors import ActionError
 from pressloop.redaction import SECRET_FIELD
 
+_LEGACY = ("id", "email", "login")  # what the actions took before `user`
 
-class UserRef(BaseModel):
-    """Exactly one of id, email or login names the user."""
 
-    model_config = ConfigDict(extra="forbid")
-    id: int | None = Field(default=None, ge=1, description="The user's id.")
-    email: str | None = Field(default=None, min_length=3, description="The user's email.")
-    login: str | None = Field(default=None, min_length=1, description="The user's login name.")
+class UserRef(Pinned):
+    """The user, by id, login, email or display name (`lookup.find_user`)."""
 
-    @model_validator(mode="after")
-    def _exactly_one(self) -> Self:
-        named = [k for k in ("id", "email", "login") if getattr(self, k) is not None]
+    user: Ref = Field(description="The user: id, login, email or display name.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_reference(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        named = [k for k in ("user", *_LEGACY) if data.get(k) is not None]
         if len(named) != 1:
             raise ValueError(
-                "name the user by exactly one of id, email or login"
+                "name the user by exactly one of user, id, email or login"
                 + (f" (got {', '.join(named)})" if named else " (none given)")
             )
-        return self
+        data = {k: v for k, v in data.items() if k not in _LEGACY or v is not None}
+        if named[0] != "user":
+            data["user"] = data.pop(named[0])
+        return data
 
     def label(self) -> str:
-        return f"id {self.id}" if self.id is not None else f"{self.email or self.login!r}"
+        return f"{self.user!r}"
 
 
 class ListUsersParams(BaseModel):
@@ -84,7 +92,7 @@ class UpdateUserParams(UserRef):
     description: str | None = Field(default=None, description="New biographical info.")
 
     def changes(self) -> dict[str, Any]:
-        fields = self.model_dump(exclude_none=True, exclude={"id", "email", "login"})
+        fields = self.model_dump(exclude_none=True, exclude={"user"})
         if "new_email" in fields:
             fields["email"] = fields.pop("new_email")
         return fields
@@ -125,18 +133,11 @@ async def search_user(wp: WordPressClient, term: str, key: str) -> dict[str, Any
     return None
 
 
-async def find_user(wp: WordPressClient, ref: UserRef) -> dict[str, Any]:
-    """The user that `ref` names, or an ActionError saying nobody matches."""
-    if ref.id is not None:
-        user: dict[str, Any] = await wp.get(f"/wp/v2/users/{ref.id}")
-        return user
-    found = await (
-        search_user(wp, ref.email, "email")
-        if ref.email
-        else search_user(wp, ref.login or "", "username")
-    )
-    if found is None:
-        raise ActionError(f"no user with {'email' if ref.email else 'login'} {ref.label()}")
+async def the_user(wp: WordPressClient, ref: UserRef) -> dict[str, Any]:
+    """The user `ref` names, read now; resolved once per call (`refs.Pinned`)."""
+    pinned = ref.pinned("user")
+    found = await find_user(wp, pinned if pinned is not None else ref.user)
+    ref.pin("user", int(found["id"]))
     return found
 
 
@@ -159,7 +160,7 @@ async def list_users(
 
 
 async def get_user(params: UserRef, _c: ActionContext, services: ActionServices) -> ActionResult:
-    user = compact(await find_user(site(services), params))
+    user = compact(await the_user(site(services), params))
     return ActionResult(content=user, summary=f"user #{user['id']} {user['login']}")
 
 
@@ -212,7 +213,7 @@ async def undo_create_user(
 
 
 async def _profile(params: UpdateUserParams, services: ActionServices) -> dict[str, Any]:
-    user = await find_user(site(services), params)
+    user = await the_user(site(services), params)
     return {"id": user["id"], "fields": {k: user.get(k) for k in params.changes()}}
 
 
@@ -233,7 +234,7 @@ async def update_user(
     params: UpdateUserParams, _c: ActionContext, services: ActionServices
 ) -> ActionResult:
     wp = site(services)
-    user = await find_user(wp, params)
+    user = await the_user(wp, params)
     changes = params.changes()
     updated = compact(await wp.post(f"/wp/v2/users/{user['id']}", changes, idempotent=True))
     return ActionResult(
@@ -262,7 +263,7 @@ USER_ACTIONS = (
     ),
     ActionSpec(
         name="get_user",
-        description="Get one user by exactly one of id, email or login.",
+        description="Get one user by id, login, email or display name.",
         params=UserRef,
         risk=Risk.READ,
         untrusted_output=True,
