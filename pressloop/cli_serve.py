@@ -19,6 +19,7 @@ from pressloop.errors import PressloopError
 from pressloop.mcp_server.http import mount_mcp
 from pressloop.observability.exposition import check_open_metrics_address
 from pressloop.observability.logs import configure_logging
+from pressloop.observability.tracing import setup_tracing, shutdown_tracing
 from pressloop.private_files import private_dir, write_private
 from pressloop.runtime.service import Service
 from pressloop.ui import mount_ui
@@ -112,6 +113,7 @@ async def serve_api(
     if settings.metrics_public:  # /metrics without a token: a loopback or private address only
         check_open_metrics_address(host, "PRESSLOOP_METRICS_PUBLIC")
     configure_logging(settings)  # PRESSLOOP_LOG_FORMAT: uvicorn's lines go the same way
+    setup_tracing()  # OTEL_*: off unless an exporter is configured
     site = None
     private_dir(settings.data_dir)  # before anything is kept in it: the database, the site
     if wordpress:
@@ -138,6 +140,7 @@ async def serve_api(
         await server.serve()
     finally:
         await service.close()
+        shutdown_tracing()  # the last spans exported
         if site is not None:
             await asyncio.to_thread(site.stop)
     console.print("Pressloop stopped.")

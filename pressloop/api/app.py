@@ -34,13 +34,14 @@ from pressloop.api.errors import install_error_handlers
 from pressloop.api.headers import SecurityHeaders
 from pressloop.api.openapi import document_errors, operation_id
 from pressloop.api.sse import StreamTracker
+from pressloop.observability.tracing import traced_asgi
 from pressloop.runtime.service import Service
 
 
 class PressloopApp(FastAPI):
     """FastAPI with its edges outside everything else, error handling included: security
     headers on every response (a 500 too), and the body limit before anything reads the
-    request (authentication, parsing)."""
+    request (authentication, parsing); outermost, the request's span when tracing is on."""
 
     def __init__(self, *, max_body_bytes: int, **options: Any) -> None:
         self.max_body_bytes = max_body_bytes
@@ -51,7 +52,7 @@ class PressloopApp(FastAPI):
     def build_middleware_stack(self) -> ASGIApp:
         inner = super().build_middleware_stack()
         limited = BodyLimit(inner, max_bytes=self.max_body_bytes, path_limits=self.path_limits)
-        return SecurityHeaders(limited)
+        return traced_asgi(SecurityHeaders(limited))  # a span per request when tracing is on
 
 
 def _version() -> str:

@@ -16,6 +16,7 @@ from mcp.server.stdio import stdio_server
 from pressloop.config import Settings
 from pressloop.mcp_server.caller import Caller
 from pressloop.mcp_server.server import Context, build_server
+from pressloop.observability.tracing import setup_tracing, shutdown_tracing
 from pressloop.runtime.service import Service
 
 
@@ -26,6 +27,7 @@ async def serve_stdio(settings: Settings, caller: Caller) -> int:
         return caller
 
     async with stdio_server() as (read, write):
+        setup_tracing()  # OTEL_*: off unless an exporter is configured (console: to stderr)
         service = await Service.open(settings)
         try:
             service.start_listener()
@@ -34,4 +36,5 @@ async def serve_stdio(settings: Settings, caller: Caller) -> int:
             await server.run(read, write, server.create_initialization_options())
         finally:
             await service.close()
+            shutdown_tracing()
     return 0

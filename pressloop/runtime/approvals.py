@@ -23,6 +23,7 @@ from pressloop.actions.registry import ActionServices, ActionSpec, Registry
 from pressloop.clock import Now
 from pressloop.contracts import ActionCall, ActionContext, RunStatus
 from pressloop.errors import Conflict, InvalidRequest, NotFound
+from pressloop.observability.tracing import note_approval
 from pressloop.redaction import secret_values
 from pressloop.runtime.session import RunSession
 from pressloop.store import approvals as approval_store
@@ -47,6 +48,9 @@ class SessionApprovals:
             found = await approval_store.find_for_step(conn, context.run_id, context.step_index)
         if found is None:
             return None
+        if found.decided_at is not None:  # the action's span says how long the person took
+            waited = (found.decided_at - found.created_at).total_seconds()
+            note_approval(found.id, found.status, waited)
         return ApprovalDecision(
             approval_id=found.id,
             status=found.status,

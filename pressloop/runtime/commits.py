@@ -68,6 +68,8 @@ class Outbox:
         self.failure: BaseException | None = None
         self.events: list[Event] = []
         self.checkpoint: dict[str, Any] | None = None
+        # The run's trace context, to store with the next write (its first traced attempt).
+        self.trace_context: dict[str, str] | None = None
         self.finish: FinishWrite | None = None
         self.operations: list[tuple[Operation, asyncio.Future[Any]]] = []
         # Run after the finish, in the same transaction (a spawned child reporting to its parent).
@@ -121,9 +123,12 @@ class Outbox:
             events=self.events,
             checkpoint=self.checkpoint,
             finish=self.finish,
+            trace_context=self.trace_context,
         )
         if write.finish is not None:
             write.finish.values["event_seq"] = self.seq
+            if write.trace_context is not None:  # a lone finish is not fenced: it carries it
+                write.finish.values["trace_context"] = write.trace_context
         pending = Pending(
             outbox=self,
             write=write,
@@ -153,6 +158,7 @@ class Outbox:
     def _clear(self) -> None:
         self.events, self.operations, self.waiters = [], [], []
         self.checkpoint, self.finish, self.after_finish = None, None, None
+        self.trace_context = None
 
 
 @dataclass(kw_only=True)

@@ -16,6 +16,7 @@ import uvloop
 from pressloop.config import Settings
 from pressloop.observability.exposition import MetricsServer, serve_metrics
 from pressloop.observability.logs import configure_logging
+from pressloop.observability.tracing import setup_tracing, shutdown_tracing
 from pressloop.runtime.service import Service
 
 log = logging.getLogger(__name__)
@@ -40,11 +41,13 @@ async def run_worker(
     grace_s: float = 10.0,
 ) -> None:
     configure_logging(settings)  # PRESSLOOP_LOG_FORMAT, PRESSLOOP_LOG_LEVEL
+    setup_tracing()  # OTEL_*: off unless an exporter is configured
     service = await Service.open(settings)
     try:
         metrics = worker_metrics(service)  # PRESSLOOP_METRICS_PORT, off when unset
     except BaseException:  # refused (a public address) or the port is taken
         await service.close()
+        shutdown_tracing()
         raise
     tune_gc()
     stop = asyncio.Event()
@@ -63,6 +66,7 @@ async def run_worker(
         await service.close()
         if metrics is not None:
             metrics.close()
+        shutdown_tracing()  # the last spans exported
 
 
 def worker_metrics(service: Service) -> MetricsServer | None:

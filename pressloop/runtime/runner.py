@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from opentelemetry.trace import Tracer
+
 from pressloop.actions.executor import Executor
 from pressloop.actions.registry import ActionServices, Registry
 from pressloop.actions.site_context_port import SiteContextSource
@@ -34,6 +36,7 @@ from pressloop.engine.loop import run_turn
 from pressloop.engine.ports import EngineDeps, PromptContext
 from pressloop.engine.prompt import memory_section
 from pressloop.errors import LeaseLost, PressloopError
+from pressloop.observability import tracing
 from pressloop.observability.logs import bind_run, unbind_run
 from pressloop.observability.metrics import Metrics
 from pressloop.providers.base import Provider
@@ -53,7 +56,7 @@ from pressloop.runtime.interrupt import (
 )
 from pressloop.runtime.leases import LeaseKeeper
 from pressloop.runtime.ledger import SessionLedger
-from pressloop.runtime.observed import ObservedActions, ObservedProvider
+from pressloop.runtime.observed import ObservedActions, ObservedProvider, RunSpan, TurnSpans
 from pressloop.runtime.outcome import minus, outcome
 from pressloop.runtime.reports import after_finish
 from pressloop.runtime.session import RunSession
@@ -89,6 +92,8 @@ class Runner:
     history_limit: int = 60
     # This process's metrics (pressloop/observability/): told when runs start and rest.
     metrics: Metrics = field(default_factory=Metrics)
+    # Spans of each attempt, model call and action (None: tracing is off, nothing is traced).
+    tracer: Tracer | None = field(default_factory=tracing.tracer)
     # The runs this process runs now, by id.
     sessions: dict[str, RunSession] = field(default_factory=dict, init=False)
     usage: UsageBuffer = field(init=False)
@@ -140,6 +145,10 @@ class Runner:
         self.cancels.watch()
         logged = bind_run(run.id, run.thread_id)  # every log line of the turn names the run
         started = self.monotonic()
+        traced = RunSpan(self.tracer, run, self.owner) if self.tracer is not None else None
+        if traced is not None and traced.new_context is not None:
+            session.keep_trace_context(traced.new_context)  # written with the first write
+        unrested: str | None = None  # how the attempt ended when the run did not rest
         try:
             await session.emit(
                 EventType.RUN_STARTED,
@@ -164,13 +173,17 @@ class Runner:
             self.metrics.run_rested(
                 run.trigger.value, finished.status.value, self.monotonic() - started
             )
+            if traced is not None:
+                traced.rested(finished.status.value)
             log.info("run %s rests %s", run.id, finished.status.value)
         except LeaseLost as lost:
+            unrested = "lease_lost"
             self.metrics.lease_lost()
             log.warning("run %s: %s", run.id, lost.message)
             return None
         except asyncio.CancelledError:
             # The worker is shutting down: hand the run back now rather than at lease expiry.
+            unrested = "released"
             await self._release(run, session)
             raise
         except Exception:
@@ -178,6 +191,7 @@ class Runner:
             # run back now if we can; else its lease expires and it is reclaimed. Either way it
             # resumes from its last checkpoint.
             log.exception("run %s: could not record its outcome", run.id)
+            unrested = "handed_back"
             await self._hand_back(session)
             return None
         finally:
@@ -185,6 +199,8 @@ class Runner:
             await session.close()
             # Readers of the run that relied on this process's events look at the database.
             self.bus.notify(run.id)
+            if traced is not None:
+                traced.end(unrested)
             unbind_run(logged)
         return finished
 
@@ -296,12 +312,13 @@ class Runner:
         agent = context.agent
         protocol_setting = self.settings.decision_protocol
         memories, untrusted_memories = memory_section(context.memories)
+        spans = self._spans()
         return EngineDeps(
             # Tokens, each call; the budget's check is outside the call's measured time.
             provider=RunBudget(counting=self, run=run).guarded(
-                ObservedProvider(provider, self.metrics, self.monotonic)
+                ObservedProvider(provider, self.metrics, self.monotonic, spans)
             ),
-            actions=ObservedActions(self._executor(run, session), self.metrics),
+            actions=ObservedActions(self._executor(run, session), self.metrics, spans),
             history=context.history,
             prompt=PromptContext(
                 instructions=agent.instructions if agent else "",
@@ -316,6 +333,20 @@ class Runner:
             disabled=context.disabled,
             retries_left=run.attempt < run.max_attempts,
             max_output_tokens=self.settings.max_output_tokens,
+        )
+
+    def _spans(self) -> TurnSpans | None:
+        if self.tracer is None:
+            return None
+
+        def secret_params(name: str) -> list[str]:
+            spec = self.registry.get(name)
+            return spec.secret_params() if spec is not None else []
+
+        return TurnSpans(
+            tracer=self.tracer,
+            capture_content=tracing.capturing_content(),
+            secret_params=secret_params,
         )
 
     def _executor(self, run: RunRecord, session: RunSession) -> Executor:

@@ -82,6 +82,10 @@ class RunSession:
         self._outbox.add_event(type_, data, self.now())
         self._mark()
 
+    def keep_trace_context(self, carrier: dict[str, str]) -> None:
+        """Store the run's trace context with its next write (its first traced attempt)."""
+        self._outbox.trace_context = carrier
+
     async def write(self, operation: Callable[[AsyncConnection], Awaitable[T]]) -> T:
         """Commit `operation` (after every event emitted before it); return what it returned."""
         self._raise_if_failed()

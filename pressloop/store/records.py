@@ -62,6 +62,14 @@ class RunRecord:
     started_at: datetime | None
     finished_at: datetime | None
     updated_at: datetime
+    # The W3C trace context of the run's trace (`observability/tracing.py`); None: not traced.
+    trace_context: dict[str, str] | None = None
+
+    @property
+    def trace_id(self) -> str | None:
+        """The run's trace id (32 hex digits), from its stored `traceparent`."""
+        parts = (self.trace_context or {}).get("traceparent", "").split("-")
+        return parts[1] if len(parts) == 4 and len(parts[1]) == 32 else None
 
 
 @dataclass(kw_only=True)

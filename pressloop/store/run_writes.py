@@ -52,6 +52,7 @@ class RunWrite:
     events: list[Event] = field(default_factory=list)
     checkpoint: dict[str, Any] | None = None  # serialised
     finish: FinishWrite | None = None
+    trace_context: dict[str, str] | None = None  # the run's trace, written once (first attempt)
 
 
 async def fence_many(
@@ -69,8 +70,8 @@ async def fence_many(
             return {writes[0].run_id: False}
         return await _fence_one(conn, writes[0], now=now, ttl_s=ttl_s)
     expires = now + timedelta(seconds=ttl_s)
-    with_checkpoint: list[dict[str, Any]] = []
-    without: list[dict[str, Any]] = []
+    # One executemany per set of columns written (with or without a checkpoint, a trace).
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for write in writes:
         params: dict[str, Any] = {
             "b_id": write.run_id,
@@ -81,12 +82,11 @@ async def fence_many(
         }
         if write.checkpoint is not None:
             params["checkpoint"] = write.checkpoint
-            with_checkpoint.append(params)
-        else:
-            without.append(params)
-    for group in (with_checkpoint, without):
-        if group:
-            await conn.execute(_BY_TOKEN, group)
+        if write.trace_context is not None:
+            params["trace_context"] = write.trace_context
+        groups.setdefault(tuple(params), []).append(params)
+    for group in groups.values():
+        await conn.execute(_BY_TOKEN, group)
     # Which updates matched: a run our update matched is locked by this transaction, so its
     # row shows our token; any other row was not written.
     tokens = {write.run_id: write.token for write in writes}
@@ -114,6 +114,8 @@ async def _fence_one(
     }
     if write.checkpoint is not None:
         values["checkpoint"] = write.checkpoint
+    if write.trace_context is not None:
+        values["trace_context"] = write.trace_context
     row = (await conn.execute(_FENCE_ONE, values)).one_or_none()
     return {} if row is None else {write.run_id: bool(row[0])}
 

@@ -66,6 +66,7 @@ def to_record(row: sa.Row[Any]) -> RunRecord:
         error=ErrorInfo.model_validate(m["error"]) if m["error"] else None,
         cancel_requested=bool(m["cancel_requested"]),
         event_seq=m["event_seq"],
+        trace_context=m["trace_context"],
         created_at=m["created_at"],
         started_at=m["started_at"],
         finished_at=m["finished_at"],

@@ -118,6 +118,9 @@ runs = sa.Table(
     sa.Column("cancel_requested", sa.Boolean, nullable=False, server_default=sa.false()),
     # The newest event's seq, kept with each write, so a new claim numbers on without a query.
     sa.Column("event_seq", sa.Integer, nullable=False, server_default="0"),
+    # The W3C trace context ({"traceparent": ...}) of the run's first attempt, when traced:
+    # later attempts, in whichever process, continue its trace.
+    sa.Column("trace_context", JSONType, nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("started_at", UTCDateTime, nullable=True),
     sa.Column("finished_at", UTCDateTime, nullable=True),
