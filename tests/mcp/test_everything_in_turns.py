@@ -26,28 +26,15 @@ from pressloop.store.records import RunRecord
 from tests.conftest import FakeClock
 from tests.runtime.conftest import ServiceFactory
 from tests.support.actions import Notebook, call
-from tests.support.npm import server_everything_http, server_everything_stdio
+from tests.support.npm import (
+    READ_TOOLS,
+    TASK_ONLY,
+    WRITE_TOOLS,
+    server_everything_http,
+    server_everything_stdio,
+)
 from tests.support.processes import free_port
 
-# Its tools as Pressloop offers them (test_server_everything.py shows where these come from):
-# simulate-research-query runs only as an MCP task, so it is never offered.
-READ_TOOLS = {
-    "echo",
-    "get-annotated-message",
-    "get-env",
-    "get-resource-links",
-    "get-resource-reference",
-    "get-structured-content",
-    "get-sum",
-    "get-tiny-image",
-    "trigger-long-running-operation",
-}
-WRITE_TOOLS = {
-    "gzip-file-as-resource",
-    "toggle-simulated-logging",
-    "toggle-subscriber-updates",
-}
-TASK_ONLY = "simulate-research-query"
 SLOW = "trigger-long-running-operation"  # sleeps `duration` seconds
 TOGGLE = "toggle-subscriber-updates"  # "Started ..." the first time, "Stopped ..." the next
 MCP_SECTION = "## MCP_TOOL_CATALOG"

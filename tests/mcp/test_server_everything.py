@@ -28,30 +28,15 @@ from pressloop.mcp import (
     server_specs,
     tool_spec,
 )
-from tests.support.npm import server_everything_http, server_everything_stdio
+from tests.support.npm import (
+    READ_TOOLS,
+    TASK_ONLY,
+    WRITE_TOOLS,
+    server_everything_http,
+    server_everything_stdio,
+)
 from tests.support.processes import free_port
 
-# Its tools and their annotations (in the pinned version's dist/tools/*.js): no tool carries
-# destructiveHint. simulate-research-query, registered once the client has initialized, runs only
-# as an MCP task (`execution.taskSupport: "required"`), which Pressloop cannot call: listed by
-# the server, it is no action.
-READ_TOOLS = {
-    "echo",
-    "get-annotated-message",
-    "get-env",
-    "get-resource-links",
-    "get-resource-reference",
-    "get-structured-content",
-    "get-sum",
-    "get-tiny-image",
-    "trigger-long-running-operation",
-}
-WRITE_TOOLS = {  # readOnlyHint: false, destructiveHint: false
-    "gzip-file-as-resource",
-    "toggle-simulated-logging",
-    "toggle-subscriber-updates",
-}
-TASK_ONLY = "simulate-research-query"
 SLOW = "trigger-long-running-operation"  # sleeps `duration` seconds, in `steps`
 
 

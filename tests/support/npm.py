@@ -133,3 +133,26 @@ def _wait_until_answering(process: subprocess.Popen[bytes], url: str, log: Any) 
             state = "exited" if process.poll() is not None else "did not answer in time"
             pytest.fail(f"server-everything over HTTP {state} ({url}):\n{output}", pytrace=False)
         time.sleep(0.05)
+
+
+# server-everything's tools and their annotations (in the pinned version's dist/tools/*.js): no
+# tool carries destructiveHint. simulate-research-query, registered once the client has
+# initialized, runs only as an MCP task (`execution.taskSupport: "required"`), which Pressloop
+# cannot call: listed by the server, it is no action.
+READ_TOOLS = {
+    "echo",
+    "get-annotated-message",
+    "get-env",
+    "get-resource-links",
+    "get-resource-reference",
+    "get-structured-content",
+    "get-sum",
+    "get-tiny-image",
+    "trigger-long-running-operation",
+}
+WRITE_TOOLS = {  # readOnlyHint: false, destructiveHint: false
+    "gzip-file-as-resource",
+    "toggle-simulated-logging",
+    "toggle-subscriber-updates",
+}
+TASK_ONLY = "simulate-research-query"
