@@ -108,6 +108,7 @@ bench: setup services
 	$(VENV)/bin/python bench/background.py --write docs/benchmarks.md
 	$(VENV)/bin/python -m bench.peers --write docs/benchmarks.md
 	$(VENV)/bin/python bench/local_model.py --write docs/benchmarks.md
+	$(VENV)/bin/python -m bench.tasks --out docs/benchmarks.md
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache
