@@ -85,10 +85,13 @@ class SiteError(ActionError):
         status: int,
         site_code: str | None = None,
         retryable: bool | None = None,
+        signed_out: bool = False,
     ) -> None:
         super().__init__(message, retryable=retryable)
         self.status = status
         self.site_code = site_code
+        # WordPress read the call as an anonymous visitor's: the credentials are wrong.
+        self.signed_out = signed_out
 
 
 class LeaseLost(RunFailure):

@@ -296,7 +296,8 @@ class WordPressClient:
         else:
             detail = "with an empty body"
         message = f"WordPress answered {status} {detail} ({what})"
-        if status == 401 or _refused_signed_out(body):
+        signed_out = status == 401 or _refused_signed_out(body)
+        if signed_out:
             message += (
                 f". WordPress did not accept the credentials: check {_CREDENTIALS} (an "
                 "Application Password from the user's profile, not the login password)"
@@ -308,6 +309,7 @@ class WordPressClient:
             status=status,
             site_code=site_code,
             retryable=(status >= 500 and site_code not in _REFUSED_AS_500) or status in (408, 429),
+            signed_out=signed_out,
         )
 
 
