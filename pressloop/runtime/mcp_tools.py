@@ -24,23 +24,27 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-from mcp import types as mcp_types
+from typing import TYPE_CHECKING, Any
 
 from pressloop.actions.registry import Registry
 from pressloop.clock import Monotonic
 from pressloop.config import Settings
 from pressloop.errors import ConfigurationError
-from pressloop.mcp import McpConnection, McpServerError, ServerConfig, load_servers, tool_spec
+from pressloop.mcp.config import ServerConfig, load_servers
+from pressloop.mcp.errors import McpServerError
 from pressloop.store import settings_repo
 from pressloop.store.db import Database
+
+if TYPE_CHECKING:  # the SDK loads with the first server (pressloop/mcp/__init__.py says why)
+    from mcp import types as mcp_types
+
+    from pressloop.mcp.connection import McpConnection
 
 log = logging.getLogger(__name__)
 
 STORED_KEY = "mcp_servers"
 
-Connect = Callable[[ServerConfig], McpConnection]
+Connect = Callable[[ServerConfig], "McpConnection"]
 
 
 class McpTools:
@@ -73,6 +77,8 @@ class McpTools:
         self.notes = ""
 
     def _default_connect(self, server: ServerConfig) -> McpConnection:
+        from pressloop.mcp.connection import McpConnection
+
         return McpConnection(
             server,
             monotonic=self._monotonic,
@@ -121,6 +127,8 @@ class McpTools:
                 log.warning("MCP server %r: its tools are withdrawn: %s", name, failure.message)
             return f"{failure.message} (its tools are not offered now)"
         if tools != self._tools.get(name):
+            from pressloop.mcp.catalog import tool_spec
+
             specs = []
             for tool in tools:
                 try:
