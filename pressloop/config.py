@@ -280,8 +280,8 @@ class Settings(BaseSettings):
     mcp_list_wait_s: float = Field(
         default=10.0, ge=0, validation_alias=_env("PRESSLOOP_MCP_LIST_WAIT")
     )
-    # How often a process reads the servers stored in the settings again (the file: each turn,
-    # by its modification time).
+    # How often a process looks at the mcp.json file (its modification time) and the servers
+    # stored in the settings again.
     mcp_config_poll_s: float = Field(
         default=5.0, ge=0, validation_alias=_env("PRESSLOOP_MCP_CONFIG_POLL")
     )

@@ -3,9 +3,9 @@
 Servers come from the owner's file (`Settings.mcp_config_path()`, the desktop agents' format)
 and from the servers stored in the settings (`mcp_servers`, no secret values: `${env:NAME}`
 references). Before each turn `refresh()`:
-- reads the configuration again when it may have changed (the file when its mtime moves; the
-  stored document at most every `mcp_config_poll_s`), closing the connections of servers that
-  went or changed and making new ones (nothing starts yet);
+- reads the configuration again at most every `mcp_config_poll_s` (the file when its mtime
+  moved, the stored document), closing the connections of servers that went or changed and
+  making new ones (nothing starts yet); with no server and nothing due, that is all;
 - asks every server for its tools, which starts one not running yet (lazily: the first turn
   after it was configured) and restarts one that died; a server listing the same tools is one
   dictionary lookup, and one that said its list changed is listed again;
@@ -92,6 +92,8 @@ class McpTools:
         beyond their tools ("" when all is well). Waits at most `mcp_list_wait_s` for servers
         still starting: they go on starting in the background and their tools come with a
         later turn."""
+        if not self.connections and not self._listing and not self._configuration_due():
+            return self.notes  # nothing configured, nothing to look at yet: no lock, no await
         async with self._lock:
             await self._read_configuration()
             problems = [p for p in (self._file_problem, self._stored_problem) if p]
@@ -144,15 +146,19 @@ class McpTools:
 
     # -- configuration ----------------------------------------------------------------------
 
-    async def _read_configuration(self) -> None:
-        changed = self._read_file()
-        now = self._monotonic()
-        due = self._stored_read_at is None or (
-            now - self._stored_read_at >= self.settings.mcp_config_poll_s
+    def _configuration_due(self) -> bool:
+        return self._stored_read_at is None or (
+            self._monotonic() - self._stored_read_at >= self.settings.mcp_config_poll_s
         )
-        if due:
-            self._stored_read_at = now
-            changed = await self._read_stored() or changed
+
+    async def _read_configuration(self) -> None:
+        """The file and the stored servers, looked at again at most every
+        `mcp_config_poll_s` (a turn of a process with no server costs a clock reading)."""
+        if not self._configuration_due():
+            return
+        self._stored_read_at = self._monotonic()
+        changed = self._read_file()
+        changed = await self._read_stored() or changed
         if changed:
             await self._reconnect()
 

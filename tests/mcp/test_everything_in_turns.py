@@ -304,7 +304,9 @@ async def test_the_tool_list_changes_while_pressloop_runs(
     (notifications/tools/list_changed after it registers simulate-research-query, over stdio)
     is listed again on the next turn without restarting the server, and that tool, task-only,
     stays out; the owner's edit of mcp.json is in the next turn's catalog."""
-    service = await make_service([{"text": "one"}, {"text": "two"}, {"text": "three"}])
+    service = await make_service(
+        [{"text": "one"}, {"text": "two"}, {"text": "three"}], mcp_config_poll_s=0
+    )
     write_config(tmp_path, everything=stdio_entry())
     await turn(service, "hello")
     connection = service.mcp_tools.connections["everything"]
