@@ -51,8 +51,12 @@ class Undo:
         if entry is None:
             raise NotFound(f"ledger entry {entry_id} does not exist")
         spec = self.registry.get(entry.action)
-        if spec is not None and spec.server is not None or spec is None and "." in entry.action:
-            server = entry.action.split(".", 1)[0]  # `server.tool`: built-in names have no dot
+        # An outside MCP server's tool (`server.tool`: built-in names have no dot), loaded in
+        # this process or not: nothing of Pressloop's can take back what it did.
+        server = spec.server if spec is not None else None
+        if server is None and spec is None and "." in entry.action:
+            server = entry.action.split(".", 1)[0]
+        if server is not None:
             raise Conflict(
                 f"{entry.action} is a tool of the MCP server {server}: what it did cannot "
                 "be undone from Pressloop"
