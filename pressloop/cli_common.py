@@ -84,9 +84,11 @@ def run_command(command: Coroutine[Any, Any, int]) -> None:
 
 def _unreachable(exc: Exception) -> bool:
     """A connection problem (not a bug): show one line instead of a traceback."""
+    import sqlite3
+
     from sqlalchemy.exc import DBAPIError
 
-    return isinstance(exc, OSError | DBAPIError)
+    return isinstance(exc, OSError | DBAPIError | sqlite3.OperationalError)
 
 
 @contextlib.asynccontextmanager

@@ -168,6 +168,10 @@ class Settings(BaseSettings):
     db_pool_timeout_s: float = Field(
         default=30.0, gt=0, validation_alias=_env("PRESSLOOP_DB_POOL_TIMEOUT")
     )
+    # How long a SQLite writer waits for another process's write lock before it fails.
+    db_busy_timeout_s: float = Field(
+        default=30.0, gt=0, validation_alias=_env("PRESSLOOP_DB_BUSY_TIMEOUT")
+    )
 
     # Runs, leases and retries (DESIGN.md section 8).
     lease_ttl_s: float = Field(default=30.0, validation_alias=_env("PRESSLOOP_LEASE_TTL"))

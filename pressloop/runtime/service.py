@@ -137,6 +137,7 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
             pool_size=settings.db_pool_size,
             max_overflow=settings.db_max_overflow,
             pool_timeout_s=settings.db_pool_timeout_s,
+            busy_timeout_s=settings.db_busy_timeout_s,
         )
         if upgrade:
             await migrate.upgrade(database)

@@ -12,8 +12,11 @@ primary-key SELECT 240 -> 150 us on PostgreSQL, 410 -> 270 us on SQLite).
 
 from __future__ import annotations
 
+import random
+import sqlite3
+import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +37,39 @@ def normalise_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
-def _prepare_sqlite(engine: AsyncEngine, synchronous: str) -> None:
+def _enter_wal(path: Path, busy_timeout_s: float) -> None:
+    """Put the database file in WAL mode (kept in the file: done once, at opening).
+
+    Switching needs the file to itself, and SQLite does not call the busy handler for it while
+    another connection holds a write lock: two processes opening a new database at once (two
+    `pressloop` commands on a fresh data directory) saw "database is locked" at once, the busy
+    timeout notwithstanding. So the switch is tried again, after a short jittered pause, until
+    the busy timeout, and a file another process has switched meanwhile is taken as it is. It
+    runs before the engine exists, when nothing else of this process uses the database.
+    """
+    deadline = time.monotonic() + busy_timeout_s
+    with closing(sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None)) as conn:
+        while True:
+            try:
+                mode = conn.execute("PRAGMA journal_mode").fetchone()
+                if mode is not None and str(mode[0]).lower() == "wal":
+                    return
+                conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(random.uniform(0.005, 0.05))
+
+
+def _prepare_sqlite(engine: AsyncEngine, synchronous: str, busy_timeout_s: float) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Take BEGIN out of the driver's hands: we emit it ourselves below.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
         cursor.execute(f"PRAGMA synchronous={synchronous}")
-        cursor.execute("PRAGMA busy_timeout=30000")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
@@ -69,14 +96,17 @@ class Database:
         max_overflow: int = 10,
         pool_timeout_s: float = 30.0,
         idle_transaction_timeout_s: float = 60.0,
+        busy_timeout_s: float = 30.0,
     ) -> Database:
         url = normalise_url(url)
         parsed = make_url(url)
         if parsed.drivername.startswith("sqlite"):
             if parsed.database and parsed.database != ":memory:":
                 private_sqlite(Path(parsed.database))  # 0600, in a 0700 directory if new
-            engine = create_async_engine(url, connect_args={"timeout": 30})
-            _prepare_sqlite(engine, sqlite_synchronous)
+                _enter_wal(Path(parsed.database), busy_timeout_s)
+            # A writer waits this long for another's lock (several processes on one file).
+            engine = create_async_engine(url, connect_args={"timeout": busy_timeout_s})
+            _prepare_sqlite(engine, sqlite_synchronous, busy_timeout_s)
         else:
             # A paused or partitioned worker must not hold row locks forever: PostgreSQL ends
             # any transaction left idle longer than this (ours last milliseconds).
