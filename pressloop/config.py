@@ -54,6 +54,12 @@ class Settings(BaseSettings):
     decision_protocol: Literal["auto", "tools", "json"] = Field(
         default="auto", validation_alias=_env("PRESSLOOP_DECISION_PROTOCOL")
     )
+    # After a round whose actions were all writes that succeeded, end the turn with Pressloop's
+    # account of them instead of another model call (engine/grounded.py). auto: for the local
+    # model, whose second call costs seconds and may claim what did not happen.
+    answer_from_results: Literal["auto", "on", "off"] = Field(
+        default="auto", validation_alias=_env("PRESSLOOP_ANSWER_FROM_RESULTS")
+    )
     script: Path | None = Field(default=None, validation_alias=_env("PRESSLOOP_SCRIPT"))
 
     openai_api_key: str | None = Field(default=None, validation_alias=_env("OPENAI_API_KEY"))

@@ -25,6 +25,7 @@ from typing import Any
 
 from bench.common import code_version, machine_facts, write_section
 from bench.tasks import report
+from bench.tasks.calls import Recording, describe
 from bench.tasks.catalog import BY_NAME, TASKS
 from bench.tasks.model import Result, Task
 from bench.tasks.runner import OracleProvider, ProviderFor, run_task
@@ -89,7 +90,7 @@ def providers(options: argparse.Namespace) -> tuple[Settings, ProviderFor, Any, 
         from pressloop.providers.local import build_local_provider
 
         prepare_local_model()
-        shared: Any = build_local_provider(base)
+        shared: Any = Recording(build_local_provider(base))
     else:
         from pressloop.providers.factory import build_provider
 
@@ -142,10 +143,18 @@ async def run(options: argparse.Namespace, site: LocalSite) -> tuple[list[Result
                 wrong = (
                     f" wrong effect: {'; '.join(result.unexpected)}" if result.wrong_effect else ""
                 )
+                calls = describe(shared.take()) if isinstance(shared, Recording) else ""
                 print(
                     f"[{number}/{len(options.selected)}] {task.name}: {verdict} "
                     f"{result.seconds:.1f} s, {result.model_calls} model calls, "
-                    f"{' '.join(result.actions) or 'no actions'}{extra}{wrong}",
+                    f"{' '.join(result.actions) or 'no actions'}{extra}{wrong}"
+                    + (f"\n    calls: {calls}" if calls else "")
+                    + (
+                        "".join(f"\n    step: {t}" for t in result.trace)
+                        + f"\n    answer: {result.answer[:300]!r}"
+                        if not result.passed
+                        else ""
+                    ),
                     file=sys.stderr,
                     flush=True,
                 )

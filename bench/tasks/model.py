@@ -90,6 +90,8 @@ class Result:
     answer: str = ""
     actions: list[str] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)  # the wrong effects, described
+    # Each step as `action(params) -> status: result`, for reading a failure.
+    trace: list[str] = field(default_factory=list)
 
 
 _REFUSAL = re.compile(

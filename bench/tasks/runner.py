@@ -9,6 +9,7 @@ the first pending approval of an expected action is left pending and the turn st
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import shutil
 import time
@@ -204,4 +205,9 @@ def judge(
         answer=answer,
         actions=[f"{s.action}:{s.status.value}" for s in steps],
         unexpected=[c.describe() for c in wrong],
+        trace=[
+            f"{s.action}({json.dumps(s.params, ensure_ascii=False)[:160]}) -> {s.status.value}: "
+            f"{(s.error or s.result_summary)[:200]}"
+            for s in steps
+        ],
     )

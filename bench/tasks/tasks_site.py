@@ -70,8 +70,16 @@ async def seed_bob(seed: Seed) -> Facts:
 
 
 def names_user(params: dict[str, Any], w: World, fact: str, login: str, email: str) -> bool:
+    """Whether the params name this user: by the `user` reference (an id, the login or the
+    email, as the action resolves it exactly) or by the older id/login/email params."""
+    reference = params.get("user")
+    if isinstance(reference, int):
+        reference_names = reference == w.facts[fact]
+    else:
+        reference_names = str(reference or "").strip().lower() in (login, email, str(w.facts[fact]))
     return (
-        params.get("id") == w.facts[fact]
+        reference_names
+        or params.get("id") == w.facts[fact]
         or str(params.get("login", "")).lower() == login
         or str(params.get("email", "")).lower() == email
     )

@@ -20,9 +20,11 @@ from pressloop.contracts import (
     ErrorInfo,
     EventType,
     Role,
+    Step,
     StepStatus,
     TurnStatus,
 )
+from pressloop.engine.grounded import account, wrote_everything
 from pressloop.engine.parked import parked_answer
 from pressloop.engine.state import CallModel, Finish, LoopStep, RunActions, TurnState
 from pressloop.engine.taint import untrusted_sources
@@ -161,7 +163,20 @@ async def run_actions(state: TurnState, _step: RunActions) -> LoopStep:
             return await _park(state)
     if state.checkpoint.direct:
         return await _direct_answer(state)
+    ids = {call.id for call in plan}
+    round_steps = [s for s in state.checkpoint.steps if s.call_id in ids]
+    if state.deps.answer_from_results and wrote_everything(round_steps):
+        return await _account(state, round_steps)
     return CallModel()
+
+
+async def _account(state: TurnState, steps: list[Step]) -> Finish:
+    """Every action of the round changed the site as asked: the answer is Pressloop's account
+    of the steps (`grounded.py`), not another model call."""
+    answer = account(steps)
+    state.checkpoint.assistant_text = answer
+    await state.deps.emit(EventType.MESSAGE, {"text": answer, "final": True, "by": "pressloop"})
+    return Finish(status=TurnStatus.SUCCEEDED, assistant_text=answer)
 
 
 async def _direct_answer(state: TurnState) -> Finish:

@@ -22,10 +22,12 @@ from pressloop.contracts import (
     Message,
     NextAction,
     Role,
+    Step,
     TurnStatus,
 )
 from pressloop.engine.decision_format import correction
 from pressloop.engine.decision_parser import decision_schema, parse_json_decision
+from pressloop.engine.grounded import unbacked_claim
 from pressloop.engine.prompt import render_for_json_protocol, system_prompt
 from pressloop.engine.state import CallModel, Finish, LoopStep, RunActions, TurnState
 from pressloop.engine.taint import model_history
@@ -138,7 +140,7 @@ async def call_model(state: TurnState, _step: CallModel) -> LoopStep:
     decided = await _decide(state, [])
     if isinstance(decided, Finish):
         return decided
-    plan = await _keep(state, decided)
+    plan = await _keep(state, _checked(decided, cp.steps))
     if cp.usage.total_tokens > policy.max_tokens:
         error = LimitExceeded(
             f"the turn used {cp.usage.total_tokens} tokens, over its limit of {policy.max_tokens}"
@@ -147,6 +149,22 @@ async def call_model(state: TurnState, _step: CallModel) -> LoopStep:
     if not plan.calls:
         return Finish(status=TurnStatus.SUCCEEDED)
     return RunActions()
+
+
+def _checked(plan: Plan, steps: list[Step]) -> Plan:
+    """A final reply that claims a change the turn's steps do not show gets Pressloop's note of
+    what failed (`grounded.py`); the transcript keeps the model's own words."""
+    if plan.calls:
+        return plan
+    note = unbacked_claim(plan.reply, steps)
+    if note is None:
+        return plan
+    return Plan(
+        thought=plan.thought,
+        reply=f"{plan.reply}\n\n{note}" if plan.reply else note,
+        calls=plan.calls,
+        raw_text=plan.raw_text,
+    )
 
 
 async def _answer(state: TurnState, extra: list[Message]) -> ModelResponse:

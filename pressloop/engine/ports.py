@@ -92,6 +92,8 @@ class EngineDeps:
     monotonic: Callable[[], float] = time.monotonic
     max_history_messages: int = 60
     max_output_tokens: int | None = None
+    # End a round of successful writes with Pressloop's account of them (engine/grounded.py).
+    answer_from_results: bool = False
 
     def decision_protocol(self) -> DecisionProtocol:
         if self.protocol is not None:

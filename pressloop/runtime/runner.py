@@ -333,7 +333,14 @@ class Runner:
             disabled=context.disabled,
             retries_left=run.attempt < run.max_attempts,
             max_output_tokens=self.settings.max_output_tokens,
+            answer_from_results=self._answers_from_results(provider),
         )
+
+    def _answers_from_results(self, provider: Provider) -> bool:
+        setting = self.settings.answer_from_results
+        if setting == "auto":
+            return bool(getattr(provider, "answers_from_results", False))
+        return setting == "on"
 
     def _spans(self) -> TurnSpans | None:
         if self.tracer is None:

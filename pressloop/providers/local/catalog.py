@@ -25,6 +25,8 @@ import json
 import re
 from typing import Any
 
+from pressloop.providers.local.grounding import is_reference
+
 _PARAMS_LINE = re.compile(r"^(  params: )(\{.*\})$", re.MULTILINE)
 _FORMAT_HEADING = "## DECISION_FORMAT"
 # `- name (risk: write): ...` reads as well as `- name (write): ...`, in fewer tokens.
@@ -37,9 +39,10 @@ sport) need no action: answer with "actions": [] and your answer in "reply". Fil
 from the person's words; never invent ids, emails or URLs."""
 
 # Worked examples, given as earlier turns right after the system prompt (a small model follows
-# what it sees itself do far better than a rule): two requests that need no action, and one
-# that does (and its next round, once the results are back) when the catalog has
-# `list_posts`.
+# what it sees itself do far better than a rule): requests that need no action, and requests
+# that do, each shown only when the catalog has its action. The acting ones name what they act
+# on by the person's own words (a title, a name, a login), never by an id: a 1.5B model shown
+# `"post": 41` once wrote 41, "id_41" or 123 for every post after it.
 _NO_ACTION_EXAMPLES = (
     (
         "Tell me something funny",
@@ -52,16 +55,69 @@ _NO_ACTION_EXAMPLES = (
         'check the weather; I look after this WordPress site.", "confidence": 0.9}',
     ),
 )
-_ACTION_EXAMPLE = (
-    "list_posts",
-    "Show me the draft posts",
-    '{"thought": "Site task: list the posts whose status is draft.", "actions": [{"action": '
-    '"list_posts", "params": {"status": "draft"}}], "reply": "Looking for the drafts.", '
-    '"confidence": 0.9}',
-    # The next round: the results came back, the task is done, the answer says what happened.
-    'ACTION_RESULTS:\n- list_posts [r0_0]: [{"id": 41, "title": "Menu", "status": "draft"}]',
-    '{"thought": "Done: the results answer the request.", "actions": [], "reply": "One draft: '
-    '\\"Menu\\" (id 41).", "confidence": 0.9}',
+
+
+def _acting(thought: str, action: str, params: str, reply: str) -> str:
+    return (
+        f'{{"thought": "{thought}", "actions": [{{"action": "{action}", "params": {params}}}], '
+        f'"reply": "{reply}", "confidence": 0.9}}'
+    )
+
+
+# (the action the example needs, the request, the decision, then optionally the results that
+# came back and the decision after them)
+_ACTION_EXAMPLES: tuple[tuple[str, str, str, str, str], ...] = (
+    (
+        "publish_post",
+        'Publish the draft called "Menu"',
+        _acting(
+            "Publish the post titled Menu.",
+            "publish_post",
+            '{"post": "Menu"}',
+            'Publishing \\"Menu\\".',
+        ),
+        'ACTION_RESULTS:\n- publish_post [r0_0]: {"title": "Menu", "status": "publish"}',
+        '{"thought": "Done: the results show it.", "actions": [], "reply": "\\"Menu\\" is '
+        'published.", "confidence": 0.9}',
+    ),
+    (
+        "moderate_comment",
+        "Approve the comment from Ann Lee",
+        _acting(
+            "Approve the comment whose author is Ann Lee.",
+            "moderate_comment",
+            '{"comment": "Ann Lee", "action": "approve"}',
+            "Approving Ann Lee's comment.",
+        ),
+        "",
+        "",
+    ),
+    (
+        "set_user_role",
+        "Make joe an editor",
+        _acting(
+            "Change the role of the user joe.",
+            "set_user_role",
+            '{"user": "joe", "role": "editor"}',
+            "Making joe an editor.",
+        ),
+        "",
+        "",
+    ),
+    (
+        "list_posts",
+        "Show me the draft posts",
+        _acting(
+            "List the posts whose status is draft.",
+            "list_posts",
+            '{"status": "draft"}',
+            "Looking for the drafts.",
+        ),
+        'ACTION_RESULTS:\n- list_posts [r0_0]: [{"title": "Menu", "status": "draft"}, '
+        '{"title": "Opening hours", "status": "draft"}]',
+        '{"thought": "Done: the results answer the request.", "actions": [], "reply": "Two '
+        'drafts: \\"Menu\\" and \\"Opening hours\\".", "confidence": 0.9}',
+    ),
 )
 
 
@@ -69,10 +125,13 @@ def example_turns(system: str) -> list[dict[str, str]]:
     """The worked examples as chat turns, for a system prompt in the JSON decision format."""
     if _FORMAT_HEADING not in system:
         return []
-    pairs = list(_NO_ACTION_EXAMPLES)
-    action, request, answer, results, done = _ACTION_EXAMPLE
-    if f"\n- {action} (" in system:
-        pairs[1:1] = [(request, answer), (results, done)]
+    pairs = [_NO_ACTION_EXAMPLES[0]]
+    for action, request, answer, results, done in _ACTION_EXAMPLES:
+        if f"\n- {action} (" in system:
+            pairs.append((request, answer))
+            if results:
+                pairs.append((results, done))
+    pairs.append(_NO_ACTION_EXAMPLES[1])
     turns: list[dict[str, str]] = []
     for request_text, answer_text in pairs:
         turns.append({"role": "user", "content": request_text, "example": "1"})
@@ -126,6 +185,9 @@ def _type(schema: Any, defs: dict[str, Any]) -> str:
     if "$ref" in schema:
         target = defs.get(str(schema["$ref"]).rsplit("/", 1)[-1], {})
         return _type(target, defs)
+    if is_reference(schema):
+        # Read as "give an id" when spelled integer|string: say words come first.
+        return '"title or name"|id'
     if "const" in schema:
         return json.dumps(schema["const"])
     if "enum" in schema:

@@ -15,6 +15,8 @@ import json
 import re
 from typing import Any
 
+from pressloop.providers.local.grounding import WORDS_KEY
+
 # One JSON string character: anything but a quote, a backslash or a control character, or an
 # escape. A `maxLength` counts these, so an escape counts as one character, as in JSON.
 _CHAR = r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})'
@@ -31,6 +33,8 @@ _BASE = {
     "object": '"{" ws (string ":" ws value ("," ws string ":" ws value)*)? "}" ws',
     "array": '"[" ws (value ("," ws value)*)? "]" ws',
 }
+# A character that makes a string words rather than an id: not a digit, `#` or a space.
+_WORD_CHAR = r'[^"\\\x7F\x00-\x1F0-9# ] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})'
 _SIMPLE_PATTERN = re.compile(r"^\^(\[[^\]\\]+\])\{(\d+),(\d+)\}\$$")
 
 
@@ -108,6 +112,8 @@ class GrammarBuilder:
         return rule
 
     def _string(self, schema: dict[str, Any], hint: str) -> str:
+        if schema.get(WORDS_KEY):
+            return self._words(schema, hint)
         pattern = _SIMPLE_PATTERN.match(str(schema.get("pattern", "")))
         if pattern:
             char_class, low, high = pattern.groups()
@@ -118,6 +124,13 @@ class GrammarBuilder:
             return "string"
         repeat = f"{{{low},{int(high)}}}" if high is not None else f"{{{low},}}"
         return self._rule(hint, f'"\\"" char{repeat} "\\"" ws')
+
+    def _words(self, schema: dict[str, Any], hint: str) -> str:
+        """A string that is not a bare number (`grounding.py`): up to a few digits, `#` or
+        spaces, then a character that is none of these, then anything."""
+        self._rules.setdefault("word-char", _WORD_CHAR)
+        high = max(int(schema.get("maxLength", 200)) - 1, 0)
+        return self._rule(hint, f'"\\"" [0-9# ]{{0,8}} word-char char{{0,{high}}} "\\"" ws')
 
     def _array(self, schema: dict[str, Any], hint: str) -> str:
         item = self._visit(schema.get("items", {}), f"{hint}-item")

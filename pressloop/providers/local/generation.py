@@ -12,3 +12,6 @@ class Generation:
     completion_tokens: int
     finish_reason: str | None
     seconds: float
+    # Of `prompt_tokens`, how many were already evaluated (the prefix llama.cpp kept from the
+    # last request or restored): the rest is what this answer paid to read.
+    cached_tokens: int = 0

@@ -148,6 +148,7 @@ class LocalModel:
         if messages and messages[0]["role"] == "system":
             prefix = self._tokens(messages[:stable], generation_prompt=False)
             self._warm_prefix(llama, prefix, prompt)
+        cached = _common_prefix(list(llama.input_ids[: llama.n_tokens]), prompt)
         try:
             answer: Any = llama.create_completion(
                 prompt=prompt,
@@ -171,6 +172,7 @@ class LocalModel:
             completion_tokens=int(usage.get("completion_tokens", 0)),
             finish_reason=choice.get("finish_reason"),
             seconds=time.monotonic() - started,
+            cached_tokens=cached,
         )
 
     def takes_late_system(self) -> bool:
@@ -257,3 +259,13 @@ class LocalModel:
         llama.reset()  # type: ignore[no-untyped-call]
         llama.eval(prefix)
         self.prefixes.save(llama, prefix)
+
+
+def _common_prefix(kept: list[int], prompt: list[int]) -> int:
+    """How many leading tokens of `prompt` llama.cpp already holds (it reads only the rest)."""
+    count = 0
+    for held, wanted in zip(kept, prompt, strict=False):
+        if held != wanted:
+            break
+        count += 1
+    return count

@@ -26,6 +26,7 @@ from pressloop.providers.base import (
     TextDelta,
 )
 from pressloop.providers.local.generation import Generation
+from pressloop.providers.local.grounding import ground_references, seen_ids
 from pressloop.providers.local.model_process import ModelProcess
 from pressloop.providers.local.schema import (
     action_names,
@@ -56,6 +57,12 @@ class LocalProvider:
         return self._name
 
     @property
+    def answers_from_results(self) -> bool:
+        # A round of successful writes ends with Pressloop's account of them, not another
+        # answer of several seconds that may claim what did not happen (engine/grounded.py).
+        return True
+
+    @property
     def supports_tools(self) -> bool:
         # No native tool calls: the engine uses the JSON decision protocol with a schema.
         return False
@@ -84,6 +91,9 @@ class LocalProvider:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         schema = grammar_schema(request.response_schema) if request.response_schema else None
+        if schema is not None:
+            # Reference fields take an id the conversation shows, or words (grounding.py).
+            schema = ground_references(schema, seen_ids(m.content for m in request.messages))
         max_tokens = min(request.max_output_tokens or self._max_tokens, self._max_tokens)
         result = await self._call(
             "generate",

@@ -1,0 +1,74 @@
+"""References the local model may write: an id it has seen, or words, never an id it made up.
+
+Every WordPress reference field takes an id or the words a person uses (a title, a login, a
+name: `actions/wordpress/refs.py`). A 1.5B model asked to "publish the draft Spring Sale" wrote
+`"post": 41` (the id of its worked example) or `123` instead of the title, and the action
+failed on a post that does not exist. The grammar now allows, in a reference field, only
+
+- an integer that appears in the conversation (the person's words, earlier answers, action
+  results: ids the model has actually been shown), and
+- a string with at least one character that is not a digit, `#` or a space (words, which the
+  action looks up; "12" or "#12" would be read as an id).
+
+With no id seen yet the field can only be words, so the model writes the title or the name the
+person gave, and the lookup finds it (or answers "which one?" with candidates).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+# The key `gbnf.py` reads on a string schema: words, not a bare number.
+WORDS_KEY = "x-pressloop-words"
+# Numbers as they stand in text and JSON: not part of a longer word, decimal or date.
+_NUMBER = re.compile(r"(?<![\w.\-:/])[1-9][0-9]{0,17}(?![\w.\-:/])")
+# The most ids one field offers (the newest seen): a long listing must not grow the grammar.
+MAX_SEEN = 200
+
+
+def seen_ids(texts: Iterable[str]) -> list[int]:
+    """The positive integers written in `texts`, newest last, each once (at most MAX_SEEN)."""
+    seen: dict[int, None] = {}
+    for text in texts:
+        for match in _NUMBER.finditer(text):
+            number = int(match.group(0))
+            seen.pop(number, None)
+            seen[number] = None
+    return list(seen)[-MAX_SEEN:]
+
+
+def is_reference(node: dict[str, Any]) -> bool:
+    """The schema of a reference field: an id (a positive integer) or a string."""
+    branches = node.get("anyOf")
+    if not isinstance(branches, list) or len(branches) != 2:
+        return False
+    kinds = sorted(str(b.get("type")) for b in branches if isinstance(b, dict))
+    if kinds != ["integer", "string"]:
+        return False
+    number = next(b for b in branches if b.get("type") == "integer")
+    floor = number.get("exclusiveMinimum", number.get("minimum", -1) - 1)
+    return isinstance(floor, int | float) and floor >= 0
+
+
+def ground_references(schema: dict[str, Any], seen: list[int]) -> dict[str, Any]:
+    """A copy of the decision schema whose reference fields take only `seen` ids or words."""
+    grounded = _ground(schema, seen)
+    assert isinstance(grounded, dict)
+    return grounded
+
+
+def _ground(node: Any, seen: list[int]) -> Any:
+    if isinstance(node, list):
+        return [_ground(item, seen) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if is_reference(node):
+        words = next(b for b in node["anyOf"] if b.get("type") == "string")
+        branches: list[dict[str, Any]] = [{**words, WORDS_KEY: True}]
+        if seen:
+            branches.insert(0, {"enum": list(seen)})
+        rest = {k: v for k, v in node.items() if k != "anyOf"}
+        return {**rest, "anyOf": branches} if len(branches) > 1 else {**rest, **branches[0]}
+    return {key: _ground(value, seen) for key, value in node.items()}

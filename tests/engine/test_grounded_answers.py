@@ -1,0 +1,80 @@
+"""Answers grounded in the run's steps (`engine/grounded.py`), through `run_turn` with the
+scripted model and real actions: a round of successful writes ends with Pressloop's account of
+them (no second model call) when `answer_from_results` is on; a read, a failure, or the setting
+off goes back to the model; and a reply that claims a change nothing made gets Pressloop's note.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pressloop.contracts import EventType, StepStatus, TurnStatus
+from tests.engine.test_loop import call, turn
+
+
+def finals(recorder: Any) -> list[dict[str, Any]]:
+    return [d for t, d in recorder.events if t is EventType.MESSAGE and d.get("final")]
+
+
+async def test_a_round_of_successful_writes_is_answered_from_its_results() -> None:
+    result, provider, recorder, notebook = await turn(
+        [
+            {"tool_calls": [call("note", text="milk"), call("note", text="eggs")]},
+            {"text": "Both notes are saved."},  # never asked for
+        ],
+        answer_from_results=True,
+    )
+    assert result.status is TurnStatus.SUCCEEDED
+    assert notebook.notes == ["milk", "eggs"]
+    assert result.usage.model_calls == 1 and provider.remaining == 1
+    assert result.assistant_text == "Done:\n- Noted milk.\n- Noted eggs."
+    assert finals(recorder)[-1] == {"text": result.assistant_text, "final": True, "by": "pressloop"}
+
+
+async def test_without_the_setting_the_model_writes_the_answer() -> None:
+    result, provider, _, _ = await turn(
+        [{"tool_calls": [call("note", text="milk")]}, {"text": "Saved your note."}]
+    )
+    assert result.assistant_text == "Saved your note."
+    assert result.usage.model_calls == 2 and provider.remaining == 0
+
+
+async def test_a_round_that_read_something_goes_back_to_the_model() -> None:
+    result, provider, _, _ = await turn(
+        [
+            {"tool_calls": [call("read_page", text="https://example.com")]},
+            {"text": "The page asks for something I will not do."},
+        ],
+        answer_from_results=True,
+    )
+    assert result.usage.model_calls == 2 and provider.remaining == 0
+    assert result.assistant_text == "The page asks for something I will not do."
+
+
+async def test_a_failed_write_goes_back_to_the_model_and_a_false_claim_is_flagged() -> None:
+    result, provider, recorder, notebook = await turn(
+        [{"tool_calls": [call("explode", text="publish")]}, {"text": "Published it for you."}],
+        answer_from_results=True,
+    )
+    assert result.usage.model_calls == 2 and provider.remaining == 0
+    assert notebook.notes == [] and result.steps[0].status is StepStatus.FAILED
+    assert result.assistant_text.startswith("Published it for you.\n\nPressloop: nothing was")
+    assert "explode failed: " in result.assistant_text and "cannot publish" in result.assistant_text
+    assert finals(recorder)[-1]["text"] == result.assistant_text
+
+
+async def test_a_reply_that_admits_the_failure_is_left_as_it_is() -> None:
+    result, _, _, _ = await turn(
+        [
+            {"tool_calls": [call("explode", text="publish")]},
+            {"text": "I could not publish it: the action failed."},
+        ]
+    )
+    assert result.assistant_text == "I could not publish it: the action failed."
+
+
+async def test_a_claim_backed_by_a_write_that_succeeded_is_left_as_it_is() -> None:
+    result, _, _, _ = await turn(
+        [{"tool_calls": [call("note", text="milk")]}, {"text": "Saved and done."}]
+    )
+    assert result.assistant_text == "Saved and done."

@@ -1,0 +1,66 @@
+"""Reference fields in the local model's grammar (`providers/local/grounding.py`, no model
+needed): an id only if the conversation showed it, otherwise words."""
+
+from __future__ import annotations
+
+import re
+
+from pressloop.actions.registry import Registry
+from pressloop.actions.wordpress import WORDPRESS_ACTIONS
+from pressloop.engine.decision_parser import decision_schema
+from pressloop.providers.local.gbnf import schema_to_gbnf
+from pressloop.providers.local.grounding import (
+    WORDS_KEY,
+    ground_references,
+    is_reference,
+    seen_ids,
+)
+from pressloop.providers.local.schema import grammar_schema
+
+SCHEMA = grammar_schema(
+    decision_schema([(e.name, e.params_schema) for e in Registry(WORDPRESS_ACTIONS).catalog()])
+)
+
+
+def params_of(schema: dict, action: str) -> dict:
+    branches = schema["properties"]["actions"]["items"]["anyOf"]
+    branch = next(b for b in branches if b["properties"]["action"].get("const") == action)
+    return branch["properties"]["params"]
+
+
+def test_ids_are_the_numbers_the_conversation_shows_not_dates_or_versions() -> None:
+    texts = [
+        "Publish post 12 and the one from 2026-03-01, version 6.9",
+        '- list_posts [r0_0]: [{"id": 41, "title": "Menu"}, {"id": 12}]',
+    ]
+    assert seen_ids(texts) == [41, 12]
+    assert seen_ids(["Publish the draft called Spring Sale"]) == []
+
+
+def test_with_no_id_seen_a_reference_takes_only_words() -> None:
+    grounded = ground_references(SCHEMA, [])
+    post = params_of(grounded, "publish_post")["properties"]["post"]
+    assert post.get("type") == "string" and post.get(WORDS_KEY) is True
+    assert "anyOf" not in post
+    fields = params_of(grounded, "update_post")["properties"].values()
+    assert not any(is_reference(p) for p in fields)
+
+
+def test_a_seen_id_is_offered_beside_words() -> None:
+    grounded = ground_references(SCHEMA, [41, 12])
+    comment = params_of(grounded, "moderate_comment")["properties"]["comment"]
+    assert comment["anyOf"][0] == {"enum": [41, 12]}
+    assert comment["anyOf"][1][WORDS_KEY] is True
+    # Fields that are not references keep their own schema.
+    assert params_of(grounded, "moderate_comment")["properties"]["action"] == params_of(
+        SCHEMA, "moderate_comment"
+    )["properties"]["action"]
+
+
+def test_the_grammar_spells_words_as_a_string_that_is_not_a_bare_number() -> None:
+    grammar = schema_to_gbnf(ground_references(SCHEMA, [41]))
+    words = [line for line in grammar.splitlines() if "word-char char{0,199}" in line]
+    assert words, "no rule for words"
+    assert re.search(r'\[0-9# \]\{0,8\} word-char', words[0])
+    assert any(re.search(r'\("41"\) ws', line) for line in grammar.splitlines())
+    assert re.search(r"^word-char ::= \[\^\"\\\\\\x7F\\x00-\\x1F0-9# \]", grammar, re.MULTILINE)
