@@ -283,6 +283,13 @@ class Event(Contract):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
+# On an action's params schema: every value it sets is one a person says word for word (a
+# setting, a profile field), never one to invent. A model that fills every optional field it
+# is shown (a small local one) has the values its person did not say dropped before the action
+# runs (`providers/local/grounding.py`).
+DICTATED: dict[str, Any] = {"x-pressloop-dictated": True}
+
+
 class CatalogEntry(Contract):
     """One action as the model and the API see it."""
 

@@ -47,7 +47,7 @@ class Recording:
 
 def describe(generations: list[Generation]) -> str:
     return "; ".join(
-        f"{g.prompt_tokens} tok ({g.cached_tokens} kept) -> {g.completion_tokens} tok, "
-        f"{g.seconds:.1f} s"
+        f"{g.prompt_tokens} tok ({getattr(g, 'cached_tokens', 0)} kept) -> "
+        f"{g.completion_tokens} tok, {g.seconds:.1f} s"
         for g in generations
     )

@@ -3,6 +3,7 @@ needed): an id only if the conversation showed it, otherwise words."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from pressloop.actions.registry import Registry
@@ -11,6 +12,7 @@ from pressloop.engine.decision_parser import decision_schema
 from pressloop.providers.local.gbnf import schema_to_gbnf
 from pressloop.providers.local.grounding import (
     WORDS_KEY,
+    drop_unsaid,
     ground_references,
     is_reference,
     seen_ids,
@@ -52,15 +54,53 @@ def test_a_seen_id_is_offered_beside_words() -> None:
     assert comment["anyOf"][0] == {"enum": [41, 12]}
     assert comment["anyOf"][1][WORDS_KEY] is True
     # Fields that are not references keep their own schema.
-    assert params_of(grounded, "moderate_comment")["properties"]["action"] == params_of(
-        SCHEMA, "moderate_comment"
-    )["properties"]["action"]
+    assert (
+        params_of(grounded, "moderate_comment")["properties"]["action"]
+        == params_of(SCHEMA, "moderate_comment")["properties"]["action"]
+    )
 
 
 def test_the_grammar_spells_words_as_a_string_that_is_not_a_bare_number() -> None:
     grammar = schema_to_gbnf(ground_references(SCHEMA, [41]))
     words = [line for line in grammar.splitlines() if "word-char char{0,199}" in line]
     assert words, "no rule for words"
-    assert re.search(r'\[0-9# \]\{0,8\} word-char', words[0])
+    assert re.search(r"\[0-9# \]\{0,8\} word-char", words[0])
     assert any(re.search(r'\("41"\) ws', line) for line in grammar.splitlines())
     assert re.search(r"^word-char ::= \[\^\"\\\\\\x7F\\x00-\\x1F0-9# \]", grammar, re.MULTILINE)
+
+
+def test_settings_and_profile_values_the_person_did_not_say_are_dropped() -> None:
+    said = 'Change the tagline to "Fresh bread every morning." please'
+    text = json.dumps(
+        {
+            "thought": "Set the tagline.",
+            "actions": [
+                {
+                    "action": "update_settings",
+                    "params": {
+                        "title": "Site",
+                        "description": "Fresh bread every morning.",
+                        "timezone": "Europe/Berlin",
+                        "use_smilies": True,
+                    },
+                },
+                {"action": "update_user", "params": {"user": "dora", "new_email": "d@x.test"}},
+                {"action": "update_post", "params": {"post": "Menu", "title": "A new title"}},
+            ],
+            "reply": "Done.",
+            "confidence": 0.9,
+        }
+    )
+    kept = json.loads(drop_unsaid(text, SCHEMA, said))["actions"]
+    assert kept[0]["params"] == {"description": "Fresh bread every morning."}
+    assert kept[1]["params"] == {"user": "dora"}  # the reference stays: the grammar grounds it
+    # Posts are written, not dictated: a new title the model words itself stays.
+    assert kept[2]["params"] == {"post": "Menu", "title": "A new title"}
+
+
+def test_a_decision_with_only_said_values_is_left_as_it_was() -> None:
+    text = (
+        '{"thought": "t", "actions": [{"action": "update_settings", "params": '
+        '{"title": "Becker & Sons"}}], "reply": "r", "confidence": 0.9}'
+    )
+    assert drop_unsaid(text, SCHEMA, "Rename the site to Becker & Sons") == text

@@ -117,6 +117,25 @@ async def test_update_then_undo_restores_title_and_content(wp: Harness) -> None:
     assert restored["content"]["raw"] == snapshot["fields"]["content"]
 
 
+async def test_add_content_keeps_the_text_adds_once_and_undo_takes_it_back(wp: Harness) -> None:
+    before = (await wp.read("/wp/v2/posts/1"))["content"]["raw"]
+    outcome = await wp.run("update_post", post="Hello world!", add_content="We open at 8.")
+    assert outcome.status is StepStatus.SUCCEEDED, outcome.content
+    after = (await wp.read("/wp/v2/posts/1"))["content"]["raw"]
+    assert after.startswith(before.rstrip()) and after.rstrip().endswith(blocks("We open at 8."))
+    # The same update again (an interrupted attempt read back) does not add it twice.
+    again = await wp.run("update_post", post="Hello world!", add_content="We open at 8.")
+    assert again.status is StepStatus.SUCCEEDED, again.content
+    assert (await wp.read("/wp/v2/posts/1"))["content"]["raw"] == after
+    both = await wp.run("update_post", post=1, content="x", add_content="y")
+    assert both.status is StepStatus.FAILED and "not both" in both.content
+
+    first = wp.step - 2  # the first add_content's step
+    assert wp.ledger.steps[("run-1", first)].snapshot["fields"]["content"] == before
+    await wp.undo("update_post", first)
+    assert (await wp.read("/wp/v2/posts/1"))["content"]["raw"] == before
+
+
 async def test_update_status_and_terms_and_its_preview(wp: Harness) -> None:
     tag = await wp.ok("create_tag", name="tea")
     params = {"id": 1, "status": "private", "tags": [tag["id"]]}

@@ -7,6 +7,7 @@ say what they covered.
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from pressloop.actions.executor import Executor
@@ -20,6 +21,7 @@ from pressloop.local_wordpress import LocalSite
 from pressloop.providers.local.gbnf import schema_to_gbnf
 from pressloop.providers.local.schema import grammar_schema
 from tests.wordpress.harness import ADMIN_SPECS, CONTENT_SPECS, OPEN, PLUGIN, Admin, Harness
+from tests.wordpress.test_admin_actions import _png
 
 
 async def _post(wp: Harness, title: str, status: str = "draft", **fields: Any) -> int:
@@ -279,6 +281,27 @@ async def test_list_plugins_includes_the_inactive_ones_and_says_so(admin: Admin)
     # A plugin by its folder, any case: what people call it.
     await admin.ok("activate_plugin", plugin="Akismet")
     assert (await admin.client.get("/wp/v2/plugins/akismet/akismet"))["status"] == "active"
+    # The names by status, first: what a small model reads reliably.
+    names = listed["active_plugins"] + listed["inactive_plugins"]
+    assert len(names) == len(listed["plugins"]) and any("akismet" in n.lower() for n in names)
+    # "folder/file" for a one-file plugin whose id is just its folder: still that plugin.
+    await admin.ok("deactivate_plugin", plugin="akismet/akismet.php")
+    await admin.ok("activate_plugin", plugin=f"{PLUGIN.split('/')[0]}/nothing-like-this")
+    assert (await admin.client.get(f"/wp/v2/plugins/{PLUGIN}"))["status"] == "active"
+
+
+async def test_a_media_item_is_named_by_its_title_or_file_name(admin: Admin) -> None:
+    data = base64.b64encode(_png()).decode()
+    logo = await admin.ok("upload_media", filename="logo.png", data_base64=data, title="Logo")
+    await admin.ok("upload_media", filename="shop-front.png", data_base64=data, title="Shop front")
+    await admin.ok("update_media", media="logo", alt_text="Our logo")
+    assert (await admin.client.get(f"/wp/v2/media/{logo['id']}"))["alt_text"] == "Our logo"
+    await admin.ok("update_media", media="shop-front.png", caption="The shop")
+    error = await admin.fails("update_media", media="png", alt_text="x")
+    assert "which" in error.lower() and "Logo" in error and "Shop front" in error
+    assert "no media item" in await admin.fails("update_media", media="Menu card", alt_text="x")
+    await admin.ok("delete_media", media="Logo")
+    assert [m["title"] for m in (await admin.ok("list_media"))["media"]] == ["Shop front"]
 
 
 async def test_list_posts_includes_drafts_and_says_what_it_left_out(wp: Harness) -> None:

@@ -301,3 +301,34 @@ async def term_ids(
             ref if isinstance(ref, int) else int((await find_term(client, taxonomy, ref))["id"])
         )
     return list(dict.fromkeys(ids))
+
+
+# -- media -----------------------------------------------------------------------------------------
+
+
+async def find_media(client: WordPressClient, ref: int | str) -> dict[str, Any]:
+    """The media item `ref` names: an id, or its title or file name (exact, then a unique
+    partial match). Several: the candidates, never a guess."""
+    item_id = as_id(ref)
+    if item_id is not None:
+        return dict(await client.get(f"/wp/v2/media/{item_id}", {"context": "edit"}))
+    text = str(ref)
+
+    def names(item: dict[str, Any]) -> list[Any]:
+        source = str(item.get("source_url") or "").rsplit("/", 1)[-1]
+        return [rendered(item.get("title")), item.get("slug"), source, source.rsplit(".", 1)[0]]
+
+    query: dict[str, Any] = {"per_page": _PER_PAGE, "context": "edit"}
+    found = matching(text, await client.get("/wp/v2/media", {**query, "search": norm(text)}), names)
+    if not found:
+        recent = await client.get("/wp/v2/media", {**query, "orderby": "date", "order": "desc"})
+        found = matching(text, recent, names)
+    found = distinct(found)
+    if len(found) == 1:
+        return dict(found[0])
+    if found:
+        lines = [
+            f"#{m['id']} {short(rendered(m.get('title')))} ({m.get('source_url')})" for m in found
+        ]
+        raise which_one("media item", "media", text, lines)
+    raise ActionError(f"no media item titled or named {text!r}; list_media finds them")

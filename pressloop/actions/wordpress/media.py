@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
 from pressloop.actions.wordpress.common import rendered, site
+from pressloop.actions.wordpress.lookup import find_media
+from pressloop.actions.wordpress.refs import Pinned, Ref
 from pressloop.contracts import ActionContext, Risk
 
 
@@ -24,16 +26,18 @@ class ListMediaParams(BaseModel):
     page: int = Field(default=1, ge=1, description="Which page of results.")
 
 
-class MediaFields(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    id: int = Field(ge=1, description="The media item's id.")
+_MEDIA_REF = "The media item: its id, or its title or file name."
+
+
+class MediaFields(Pinned):
+    media: Ref = Field(validation_alias=AliasChoices("media", "id"), description=_MEDIA_REF)
     title: str | None = None
     alt_text: str | None = Field(default=None, description="Alternative text for images.")
     caption: str | None = None
     description: str | None = None
 
     def changes(self) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True, exclude={"id"})
+        return self.model_dump(exclude_none=True, exclude={"media"})
 
     @model_validator(mode="after")
     def _something(self) -> Self:
@@ -42,9 +46,17 @@ class MediaFields(BaseModel):
         return self
 
 
-class MediaId(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    id: int = Field(ge=1, description="The media item's id.")
+class MediaId(Pinned):
+    media: Ref = Field(validation_alias=AliasChoices("media", "id"), description=_MEDIA_REF)
+
+
+async def media_id(params: MediaFields | MediaId, services: ActionServices) -> int:
+    """The id of the item `params.media` names, looked up once per call (`refs.Pinned`)."""
+    pinned = params.pinned("media")
+    if pinned is None:
+        pinned = int((await find_media(site(services), params.media))["id"])
+        params.pin("media", pinned)
+    return int(pinned)
 
 
 def media_item(item: dict[str, Any]) -> dict[str, Any]:
@@ -75,22 +87,24 @@ async def list_media(
 async def fields_before(
     params: MediaFields, _c: ActionContext, services: ActionServices
 ) -> dict[str, Any]:
-    item = media_item(await site(services).get(f"/wp/v2/media/{params.id}"))
-    return {"id": params.id, "fields": {k: item.get(k) for k in params.changes()}}
+    item_id = await media_id(params, services)
+    item = media_item(await site(services).get(f"/wp/v2/media/{item_id}"))
+    return {"id": item_id, "fields": {k: item.get(k) for k in params.changes()}}
 
 
 async def update_media_preview(
     params: MediaFields, context: ActionContext, services: ActionServices
 ) -> dict[str, Any]:
     before = await fields_before(params, context, services)
-    return {"media": params.id, "before": before["fields"], "after": params.changes()}
+    return {"media": before["id"], "before": before["fields"], "after": params.changes()}
 
 
 async def update_media(
     params: MediaFields, _c: ActionContext, services: ActionServices
 ) -> ActionResult:
+    item_id = await media_id(params, services)
     item = media_item(
-        await site(services).post(f"/wp/v2/media/{params.id}", params.changes(), idempotent=True)
+        await site(services).post(f"/wp/v2/media/{item_id}", params.changes(), idempotent=True)
     )
     return ActionResult(
         content=item, summary=f"updated media #{item['id']}: {', '.join(params.changes())}"
@@ -110,15 +124,16 @@ async def restore_media(
 async def delete_media_preview(
     params: MediaId, _c: ActionContext, services: ActionServices
 ) -> dict[str, Any]:
-    item = media_item(await site(services).get(f"/wp/v2/media/{params.id}"))
+    item = media_item(await site(services).get(f"/wp/v2/media/{await media_id(params, services)}"))
     return {"before": item, "after": None}
 
 
 async def delete_media(
     params: MediaId, _c: ActionContext, services: ActionServices
 ) -> ActionResult:
-    await site(services).delete(f"/wp/v2/media/{params.id}", {"force": True})
-    return ActionResult(content={"deleted": params.id}, summary=f"deleted media #{params.id}")
+    item_id = await media_id(params, services)
+    await site(services).delete(f"/wp/v2/media/{item_id}", {"force": True})
+    return ActionResult(content={"deleted": item_id}, summary=f"deleted media #{item_id}")
 
 
 MEDIA_ACTIONS = (

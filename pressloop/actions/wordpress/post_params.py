@@ -76,6 +76,13 @@ class UpdatePostParams(Pinned):
     post: PostArg
     title: str | None = Field(default=None, min_length=1, max_length=500, description="New title.")
     content: str | None = Field(default=None, max_length=200_000, description=_CONTENT_HELP)
+    add_content: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=20_000,
+        description="Text added at the end of the current content, which is kept (instead of "
+        "content, which replaces it all).",
+    )
     excerpt: str | None = Field(default=None, max_length=2000, description="New excerpt.")
     status: Status | None = Field(default=None, description="New status.")
     categories: TermRefs | None = Field(

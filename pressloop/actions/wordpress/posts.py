@@ -148,7 +148,7 @@ async def get_post(
 
 # -- update and publish ---------------------------------------------------------------------------
 
-_FIELDS = ("title", "content", "excerpt", "status", "categories", "tags")
+_FIELDS = ("title", "content", "add_content", "excerpt", "status", "categories", "tags")
 
 
 def _asked(params: UpdatePostParams) -> dict[str, Any]:
@@ -164,12 +164,28 @@ async def _changes(
     """The fields to write, for `post` (its type decides whether terms are allowed)."""
     changes = _asked(params)
     no_terms_on_pages(str(post.get("type")), params.categories, params.tags)
+    if "content" in changes and "add_content" in changes:
+        raise ActionError("give content (replaces the text) or add_content (adds to it), not both")
     if "content" in changes:
         changes["content"] = blocks(changes["content"])
+    if "add_content" in changes:
+        changes["content"] = _appended(
+            rendered(post.get("content")) or "", changes.pop("add_content")
+        )
     for terms, taxonomy in (("categories", "category"), ("tags", "tag")):
         if terms in changes:
             changes[terms] = await term_ids(client, taxonomy, changes[terms])
     return changes
+
+
+def _appended(current: str, addition: str) -> str:
+    """The current content with `addition` after it, as blocks. Content that already ends with
+    it (an interrupted attempt that took effect, read back by reconcile) is left as it is, so
+    the same update never adds the text twice."""
+    added = blocks(addition)
+    if current.rstrip().endswith(added.strip()):
+        return current
+    return f"{current.rstrip()}\n\n{added}" if current.strip() else added
 
 
 def _fields(post: dict[str, Any], names: list[str]) -> dict[str, Any]:
@@ -387,7 +403,8 @@ POST_ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec(
         name="update_post",
         description="Change a post's (or page's) title, content, excerpt, status, categories or "
-        "tags; only the fields given change." + _TYPE_NOTE,
+        "tags; only the fields given change. Status draft unpublishes; categories and tags by "
+        "name." + _TYPE_NOTE,
         params=UpdatePostParams,
         risk=Risk.WRITE,
         handler=update_post,
@@ -408,7 +425,8 @@ POST_ACTIONS: tuple[ActionSpec, ...] = (
     ),
     ActionSpec(
         name="trash_post",
-        description="Move a post (or page) to the trash; it can be restored." + _TYPE_NOTE,
+        description="Move a post (or page) to the trash; it can be restored. Not for "
+        "unpublishing (update_post with status draft does that)." + _TYPE_NOTE,
         params=PostRefParams,
         risk=Risk.DESTRUCTIVE,
         handler=trash_post,

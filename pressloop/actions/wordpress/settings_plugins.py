@@ -16,7 +16,7 @@ from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
 from pressloop.actions.wordpress.client import WordPressClient
 from pressloop.actions.wordpress.common import rendered, site
 from pressloop.actions.wordpress.refs import matching, which_one
-from pressloop.contracts import ActionContext, Risk
+from pressloop.contracts import DICTATED, ActionContext, Risk
 from pressloop.errors import ActionError
 
 
@@ -58,6 +58,8 @@ async def find_plugin(wp: WordPressClient, wanted: str) -> dict[str, Any]:
         return [item["plugin"], item["plugin"].split("/")[0], rendered(item.get("name"))]
 
     found = matching(key, plugins, names)
+    if not found and "/" in key:  # "folder/file" of a one-file plugin whose id is "folder"
+        found = matching(key.split("/")[0], plugins, names)
     if len(found) == 1:
         return _plugin(found[0])
     if found:
@@ -74,9 +76,13 @@ async def list_plugins(
     plugins = [_plugin(p) for p in await site(services).get("/wp/v2/plugins", query)]
     active = sum(p["status"] in ("active", "network-active") for p in plugins)
     covered = params.status or "active and inactive"
+    on = [p["name"] for p in plugins if p["status"] in ("active", "network-active")]
+    off = [p["name"] for p in plugins if p["status"] not in ("active", "network-active")]
     return ActionResult(
-        content={"plugins": plugins, "included": covered, "active": active,
-                 "inactive": len(plugins) - active},
+        # The names by status first: a small model reads two short lists more reliably than
+        # a status inside each of several long objects.
+        content={"active_plugins": on, "inactive_plugins": off, "included": covered,
+                 "active": active, "inactive": len(plugins) - active, "plugins": plugins},
         summary=(
             f"{len(plugins)} {params.status} plugins"
             if params.status
@@ -169,7 +175,7 @@ class NoParams(BaseModel):
 class UpdateSettingsParams(BaseModel):
     """The settings WordPress's /wp/v2/settings accepts (its site address is left alone)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=DICTATED)
     title: str | None = Field(default=None, description="Site title.")
     description: str | None = Field(default=None, description="Tagline.")
     email: str | None = Field(default=None, description="Site administration email address.")
@@ -267,10 +273,13 @@ async def list_themes(
         }
         for theme in await site(services).get("/wp/v2/themes", context="")
     ]
-    active = next((t["stylesheet"] for t in themes if t["active"]), None)
+    current = next((t for t in themes if t["active"]), None)
+    active = current["stylesheet"] if current else None
+    # The name as the site shows it ("Twenty Twenty-Three"), not only its folder.
+    shown = f"{current['name']} ({active})" if current else "none"
     return ActionResult(
-        content={"themes": themes, "active": active},
-        summary=f"{len(themes)} themes, active: {active}",
+        content={"active_theme": shown, "active": active, "themes": themes},
+        summary=f"{len(themes)} themes, active: {shown}",
     )
 
 
@@ -287,7 +296,8 @@ SETTINGS_PLUGIN_ACTIONS = (
     ),
     ActionSpec(
         name="activate_plugin",
-        description="Activate an installed plugin." + _PLUGIN_DOC,
+        description="Activate a plugin that is already installed (no action installs new "
+        "plugins)." + _PLUGIN_DOC,
         params=PluginParams,
         risk=Risk.WRITE,
         sensitive=True,

@@ -18,7 +18,7 @@ from pressloop.actions.wordpress.common import site
 from pressloop.actions.wordpress.lookup import find_user
 from pressloop.actions.wordpress.markers import marked, marker_headers
 from pressloop.actions.wordpress.refs import Pinned, Ref
-from pressloop.contracts import ActionContext, Risk
+from pressloop.contracts import DICTATED, ActionContext, Risk
 from pressloop.errors import ActionError
 from pressloop.redaction import SECRET_FIELD
 
@@ -82,6 +82,8 @@ class CreateUserParams(BaseModel):
 
 class UpdateUserParams(UserRef):
     """The user, then the profile fields to change (roles are set with set_user_role)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=DICTATED)
 
     new_email: str | None = Field(default=None, min_length=3, description="A new email.")
     name: str | None = Field(default=None, description="New display name.")

@@ -36,7 +36,8 @@ LOCAL_NOTES = """## WHEN TO ACT
 Act only when the person asks for something on this site that an action in ACTION_CATALOG \
 does. Greetings, jokes, general questions and anything outside the site (weather, news, \
 sport) need no action: answer with "actions": [] and your answer in "reply". Fill params \
-from the person's words; never invent ids, emails or URLs."""
+from the person's words; never invent ids, emails or URLs. Name a post, page, comment or user \
+as the person did (a title, an author, a login); fill only the fields the request changes."""
 
 # Worked examples, given as earlier turns right after the system prompt (a small model follows
 # what it sees itself do far better than a rule): requests that need no action, and requests
@@ -103,6 +104,34 @@ _ACTION_EXAMPLES: tuple[tuple[str, str, str, str, str], ...] = (
         ),
         "",
         "",
+    ),
+    (
+        "update_post",
+        'Add "We open at 8." to the About page',
+        _acting(
+            "Add a sentence to the page titled About; keep its text.",
+            "update_post",
+            '{"type": "page", "post": "About", "add_content": "We open at 8."}',
+            "Adding the sentence.",
+        ),
+        "",
+        "",
+    ),
+    (
+        "list_comments",
+        "Approve all the comments that are waiting",
+        _acting(
+            "First find the held comments, then approve each.",
+            "list_comments",
+            '{"status": "hold"}',
+            "Looking for them.",
+        ),
+        'ACTION_RESULTS:\n- list_comments [r0_0]: [{"id": 7, "author": "Raj", "status": "hold"}, '
+        '{"id": 9, "author": "Mia", "status": "hold"}]',
+        '{"thought": "Approve the two held comments.", "actions": [{"action": '
+        '"moderate_comment", "params": {"comment": 7, "action": "approve"}}, {"action": '
+        '"moderate_comment", "params": {"comment": 9, "action": "approve"}}], "reply": '
+        '"Approving both.", "confidence": 0.9}',
     ),
     (
         "list_posts",

@@ -16,9 +16,12 @@ person gave, and the lookup finds it (or answers "which one?" with candidates).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from typing import Any
+
+from pressloop.contracts import DICTATED
 
 # The key `gbnf.py` reads on a string schema: words, not a bare number.
 WORDS_KEY = "x-pressloop-words"
@@ -72,3 +75,54 @@ def _ground(node: Any, seen: list[int]) -> Any:
         rest = {k: v for k, v in node.items() if k != "anyOf"}
         return {**rest, "anyOf": branches} if len(branches) > 1 else {**rest, **branches[0]}
     return {key: _ground(value, seen) for key, value in node.items()}
+
+
+# The key an action's params schema carries when every value it sets is one the person says
+# (a setting, a profile field): `drop_unsaid` keeps only those values the person's words hold.
+DICTATED_KEY = next(iter(DICTATED))
+_SPACES = re.compile(r"\s+")
+
+
+def _plain(text: str) -> str:
+    return _SPACES.sub(" ", text).strip().strip("\"'“”‘’.!").casefold()
+
+
+def drop_unsaid(text: str, schema: dict[str, Any], said: str) -> str:
+    """The decision `text` without the dictated params (settings, profile fields) whose value
+    the person's words (`said`) do not contain.
+
+    A 1.5B model filling update_settings for "change the tagline" also wrote a site title,
+    an email, a timezone and date formats of its own: each a change nobody asked for. Such a
+    value is dropped; what the person named stays (an action left with nothing to change says
+    so). References are left alone: the grammar has already grounded them.
+    """
+    try:
+        decision = json.loads(text, strict=False)
+    except json.JSONDecodeError:
+        return text
+    actions = decision.get("actions") if isinstance(decision, dict) else None
+    if not isinstance(actions, list):
+        return text
+    branches = {
+        b.get("properties", {}).get("action", {}).get("const"): b.get("properties", {}).get(
+            "params", {}
+        )
+        for b in schema.get("properties", {}).get("actions", {}).get("items", {}).get("anyOf", [])
+    }
+    heard = _plain(said)
+    dropped = False
+    for item in actions:
+        if not isinstance(item, dict) or not isinstance(item.get("params"), dict):
+            continue
+        params_schema = branches.get(item.get("action"), {})
+        if not params_schema.get(DICTATED_KEY):
+            continue
+        fields = params_schema.get("properties", {})
+        for key, value in list(item["params"].items()):
+            if is_reference(fields.get(key, {})) or isinstance(value, dict | list):
+                continue
+            spoken = str(value).lower() if isinstance(value, bool) else str(value)
+            if value is None or not _plain(spoken) or _plain(spoken) not in heard:
+                del item["params"][key]
+                dropped = True
+    return json.dumps(decision, ensure_ascii=False) if dropped else text

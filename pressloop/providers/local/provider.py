@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from pressloop.contracts import Usage
+from pressloop.contracts import Role, Usage
 from pressloop.providers.base import (
     ModelRequest,
     ModelResponse,
@@ -26,7 +26,7 @@ from pressloop.providers.base import (
     TextDelta,
 )
 from pressloop.providers.local.generation import Generation
-from pressloop.providers.local.grounding import ground_references, seen_ids
+from pressloop.providers.local.grounding import drop_unsaid, ground_references, seen_ids
 from pressloop.providers.local.model_process import ModelProcess
 from pressloop.providers.local.schema import (
     action_names,
@@ -113,6 +113,8 @@ class LocalProvider:
             problem = problem_with(text, action_names(schema))
             if problem is not None:
                 text = fallback_answer(problem)
+            else:
+                text = drop_unsaid(text, schema, _said(request))
         return ModelResponse(
             text=text,
             usage=Usage(
@@ -151,3 +153,13 @@ class LocalProvider:
             # the next request starts a new one.
             self._process.stop(ticket)
             raise
+
+
+def _said(request: ModelRequest) -> str:
+    """The person's own words in the conversation (not the action results sent as user
+    messages in the JSON protocol)."""
+    return "\n".join(
+        m.content
+        for m in request.messages
+        if m.role is Role.USER and not m.content.startswith("ACTION_RESULTS:")
+    )

@@ -4,11 +4,10 @@ through a real `Service`, and the benchmark's judge reads the site back. Each ta
 the change asked for is there (or the right approval waits, or the answer holds the facts) and
 nothing else changed.
 
-PENDING (issue 18): not collected yet (the file name does not start with `test_`). With the
-pack's forgiving references but the prompt and decoding unchanged, 2 of the 5 pass on 2 shared
-cores (draft_post, site_identity; publish_draft and approve_named_comment made up an id,
-make_admin_needs_approval called create_user). Rename it to test_task_smoke.py when they pass:
-`make test` must stay green meanwhile, and its assertions are not to be weakened."""
+With the forgiving references alone 2 of the 5 passed (publish_draft and
+approve_named_comment made up an id, make_admin_needs_approval called create_user); grounded
+references in the grammar, worked examples that act by title/name/login and answers from
+results made them pass (docs/benchmarks.md, "Everyday tasks")."""
 
 from __future__ import annotations
 
