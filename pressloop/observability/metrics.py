@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -52,6 +53,7 @@ class Metrics:
         process: bool = True,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         if process:  # process_cpu_seconds_total, process_resident_memory_bytes, gc, ...
             ProcessCollector(registry=self.registry)
             GCCollector(registry=self.registry)
@@ -157,18 +159,29 @@ class Metrics:
 
     # Hooks ---------------------------------------------------------------------------------
 
+    def _child(self, metric: Any, *values: str) -> Any:
+        """`metric.labels(*values)`, kept: prometheus-client validates the labels and takes a
+        lock on every call (several microseconds a model call, measured); the label values
+        are few (triggers, statuses, outcomes, providers, known actions), so their children
+        are looked up once."""
+        key = (id(metric), values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
+
     def run_started(self, trigger: str) -> None:
-        self.runs_started.labels(trigger).inc()
+        self._child(self.runs_started, trigger).inc()
 
     def run_rested(self, trigger: str, status: str, seconds: float) -> None:
         """An attempt ended: `status` is the run's next status (`queued`: a retry)."""
-        self.run_duration.labels(trigger, status).observe(max(0.0, seconds))
+        self._child(self.run_duration, trigger, status).observe(max(0.0, seconds))
         if status == "queued":
-            self.run_retries.labels(trigger).inc()
+            self._child(self.run_retries, trigger).inc()
             return
-        self.runs_finished.labels(trigger, status).inc()
+        self._child(self.runs_finished, trigger, status).inc()
         if status == "dead":
-            self.runs_dead.labels(trigger, "retries_exhausted").inc()
+            self._child(self.runs_dead, trigger, "retries_exhausted").inc()
 
     def lease_lost(self) -> None:
         self.leases_lost.inc()
@@ -176,10 +189,10 @@ class Metrics:
     def leases_expired(self, requeued: Iterable[str], dead: Iterable[str]) -> None:
         """Runs reclaimed after their lease expired: the triggers of those requeued and dead."""
         for trigger in requeued:
-            self.lease_expiries.labels(trigger, "requeued").inc()
+            self._child(self.lease_expiries, trigger, "requeued").inc()
         for trigger in dead:
-            self.lease_expiries.labels(trigger, "dead").inc()
-            self.runs_dead.labels(trigger, "lease_expired").inc()
+            self._child(self.lease_expiries, trigger, "dead").inc()
+            self._child(self.runs_dead, trigger, "lease_expired").inc()
 
     def model_call(
         self,
@@ -191,12 +204,12 @@ class Metrics:
         input_tokens: int = 0,
         output_tokens: int = 0,
     ) -> None:
-        self.model_calls.labels(provider, model, outcome).inc()
-        self.model_latency.labels(provider, model).observe(max(0.0, seconds))
+        self._child(self.model_calls, provider, model, outcome).inc()
+        self._child(self.model_latency, provider, model).observe(max(0.0, seconds))
         if input_tokens:
-            self.model_tokens.labels(provider, model, "input").inc(input_tokens)
+            self._child(self.model_tokens, provider, model, "input").inc(input_tokens)
         if output_tokens:
-            self.model_tokens.labels(provider, model, "output").inc(output_tokens)
+            self._child(self.model_tokens, provider, model, "output").inc(output_tokens)
 
     def know_actions(self, known: Callable[[str], bool]) -> None:
         """Which names are actions (the registry's): others are counted as `unknown`."""
@@ -204,10 +217,10 @@ class Metrics:
 
     def action_call(self, action: str, outcome: str) -> None:
         name = action if self._known_actions(action) else UNKNOWN_ACTION
-        self.action_calls.labels(name, outcome).inc()
+        self._child(self.action_calls, name, outcome).inc()
 
     def budget_refused(self, stage: str) -> None:
-        self.budget_refusals.labels(stage).inc()
+        self._child(self.budget_refusals, stage).inc()
 
     def watch_streams(self, count: Callable[[], int]) -> None:
         """The open-streams gauge reads `count` at scrape time (the API's stream tracker)."""

@@ -17,7 +17,12 @@ from pressloop.providers.local.grounding import (
     is_reference,
     seen_ids,
 )
-from pressloop.providers.local.schema import grammar_schema
+from pressloop.providers.local.schema import (
+    ACTING_REPLY_CAP,
+    THOUGHT_CAP,
+    action_branches,
+    grammar_schema,
+)
 
 SCHEMA = grammar_schema(
     decision_schema([(e.name, e.params_schema) for e in Registry(WORDPRESS_ACTIONS).catalog()])
@@ -25,9 +30,7 @@ SCHEMA = grammar_schema(
 
 
 def params_of(schema: dict, action: str) -> dict:
-    branches = schema["properties"]["actions"]["items"]["anyOf"]
-    branch = next(b for b in branches if b["properties"]["action"].get("const") == action)
-    return branch["properties"]["params"]
+    return action_branches(schema)[action]
 
 
 def test_ids_are_the_numbers_the_conversation_shows_not_dates_or_versions() -> None:
@@ -104,3 +107,13 @@ def test_a_decision_with_only_said_values_is_left_as_it_was() -> None:
         '{"title": "Becker & Sons"}}], "reply": "r", "confidence": 0.9}'
     )
     assert drop_unsaid(text, SCHEMA, "Rename the site to Becker & Sons") == text
+
+
+def test_a_decision_that_acts_writes_a_short_reply_and_a_short_thought() -> None:
+    talking, acting = SCHEMA["anyOf"]
+    assert talking["properties"]["actions"] == {"type": "array", "maxItems": 0}
+    assert talking["properties"]["reply"]["maxLength"] > 500
+    assert acting["properties"]["actions"]["minItems"] == 1
+    assert acting["properties"]["reply"]["maxLength"] == ACTING_REPLY_CAP
+    assert acting["properties"]["thought"]["maxLength"] == THOUGHT_CAP == 60
+    assert "$defs" not in acting and "$defs" not in talking  # kept once, at the root

@@ -118,6 +118,30 @@ _ACTION_EXAMPLES: tuple[tuple[str, str, str, str, str], ...] = (
         "",
     ),
     (
+        "update_post",
+        'Put the post "Menu" in the News category',
+        _acting(
+            "Change the categories of the post Menu.",
+            "update_post",
+            '{"post": "Menu", "categories": ["News"]}',
+            "Filing it under News.",
+        ),
+        "",
+        "",
+    ),
+    (
+        "update_user",
+        "Change joe's display name to Joe Brown",
+        _acting(
+            "Set the display name of the user joe.",
+            "update_user",
+            '{"user": "joe", "name": "Joe Brown"}',
+            "Renaming joe.",
+        ),
+        "",
+        "",
+    ),
+    (
         "list_comments",
         "Approve all the comments that are waiting",
         _acting(

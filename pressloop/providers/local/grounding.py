@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pressloop.contracts import DICTATED
+from pressloop.providers.local.schema import action_branches
 
 # The key `gbnf.py` reads on a string schema: words, not a bare number.
 WORDS_KEY = "x-pressloop-words"
@@ -103,18 +104,13 @@ def drop_unsaid(text: str, schema: dict[str, Any], said: str) -> str:
     actions = decision.get("actions") if isinstance(decision, dict) else None
     if not isinstance(actions, list):
         return text
-    branches = {
-        b.get("properties", {}).get("action", {}).get("const"): b.get("properties", {}).get(
-            "params", {}
-        )
-        for b in schema.get("properties", {}).get("actions", {}).get("items", {}).get("anyOf", [])
-    }
+    branches = action_branches(schema)
     heard = _plain(said)
     dropped = False
     for item in actions:
         if not isinstance(item, dict) or not isinstance(item.get("params"), dict):
             continue
-        params_schema = branches.get(item.get("action"), {})
+        params_schema = branches.get(str(item.get("action")), {})
         if not params_schema.get(DICTATED_KEY):
             continue
         fields = params_schema.get("properties", {})

@@ -18,8 +18,12 @@ from typing import Any
 
 STRING_CAP = 600
 # The decision's `thought`: a small model fills whatever room it has, and every character is
-# generation time on 2 cores; a sentence is enough to steer the action that follows.
-THOUGHT_CAP = 120
+# generation time on 2 cores (about 7 tokens a second under the grammar); a short sentence is
+# enough to steer the action that follows.
+THOUGHT_CAP = 60
+# The reply of a decision that acts: what the person sees while the actions run ("Publishing
+# Menu."). The answer comes after the results (from them, or from the model's next decision).
+ACTING_REPLY_CAP = 48
 # Keys that only document a schema: the grammar ignores them, so they are dropped.
 _DOC_KEYS = frozenset({"title", "description", "examples", "default"})
 _SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
@@ -32,7 +36,31 @@ def grammar_schema(schema: dict[str, Any]) -> dict[str, Any]:
     thought = tightened.get("properties", {}).get("thought")
     if isinstance(thought, dict) and thought.get("type") == "string":
         thought["maxLength"] = min(int(thought.get("maxLength", THOUGHT_CAP)), THOUGHT_CAP)
-    return tightened
+    return _acting_or_talking(tightened)
+
+
+def _acting_or_talking(schema: dict[str, Any]) -> dict[str, Any]:
+    """The decision as two shapes: no actions and a reply of any length, or actions and a
+    short reply (`ACTING_REPLY_CAP`). Generation time is the local model's cost; a reply it
+    writes beside its actions is a progress line, not the answer."""
+    properties = schema.get("properties", {})
+    actions, reply = properties.get("actions"), properties.get("reply")
+    if not isinstance(actions, dict) or not isinstance(reply, dict) or not actions.get("items"):
+        return schema
+    frame = {k: v for k, v in schema.items() if k != "$defs"}
+    talking = {**frame, "properties": {**properties, "actions": {"type": "array", "maxItems": 0}}}
+    short = {
+        **reply,
+        "maxLength": min(int(reply.get("maxLength", ACTING_REPLY_CAP)), ACTING_REPLY_CAP),
+    }
+    acting = {
+        **frame,
+        "properties": {**properties, "actions": {**actions, "minItems": 1}, "reply": short},
+    }
+    split: dict[str, Any] = {"anyOf": [talking, acting]}
+    if "$defs" in schema:
+        split["$defs"] = schema["$defs"]
+    return split
 
 
 def _tighten(node: Any) -> Any:
@@ -60,15 +88,24 @@ def _tighten(node: Any) -> Any:
     return out
 
 
+def action_branches(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each action the decision schema allows (the `const` of an `actions` item branch) and
+    its params schema, whether the decision is one shape or split (`_acting_or_talking`)."""
+    frames = schema.get("anyOf", [schema]) if "properties" not in schema else [schema]
+    found: dict[str, dict[str, Any]] = {}
+    for frame in frames:
+        items = frame.get("properties", {}).get("actions", {}).get("items", {})
+        for branch in items.get("anyOf", []):
+            properties = branch.get("properties", {})
+            const = properties.get("action", {}).get("const")
+            if isinstance(const, str):
+                found[const] = properties.get("params", {})
+    return found
+
+
 def action_names(schema: dict[str, Any]) -> set[str]:
-    """The action names the decision schema allows (the `const` of each `anyOf` branch)."""
-    items = schema.get("properties", {}).get("actions", {}).get("items", {})
-    names: set[str] = set()
-    for branch in items.get("anyOf", []):
-        const = branch.get("properties", {}).get("action", {}).get("const")
-        if isinstance(const, str):
-            names.add(const)
-    return names
+    """The action names the decision schema allows."""
+    return set(action_branches(schema))
 
 
 def problem_with(text: str, allowed: set[str]) -> str | None:
