@@ -36,7 +36,15 @@ def private_sqlite(path: Path) -> None:
     """Create the database file 0600 before SQLite does (so its -wal and -shm files are 0600
     too), and take group and other permissions away from existing ones."""
     private_dir(path.parent)
-    os.close(os.open(path, os.O_RDONLY | os.O_CREAT, PRIVATE_FILE))
+    # Only a file that is not there yet is opened (and closed): closing any descriptor of a file
+    # drops every POSIX lock this process holds on it, and a process with SQLite connections to
+    # an existing database (two services in one process) would lose the locks that tell other
+    # processes the WAL is in use: they checkpoint and delete it under it ("database disk image
+    # is malformed"). SQLite's own connections share their locks and never do that.
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
+    except FileExistsError:
+        pass
     for file in (path, *(path.with_name(path.name + s) for s in SQLITE_COMPANIONS)):
         _tighten(file)
 
