@@ -7,6 +7,7 @@ a database file that already exists loses any group and other permissions.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -41,10 +42,8 @@ def private_sqlite(path: Path) -> None:
     # an existing database (two services in one process) would lose the locks that tell other
     # processes the WAL is in use: they checkpoint and delete it under it ("database disk image
     # is malformed"). SQLite's own connections share their locks and never do that.
-    try:
+    with contextlib.suppress(FileExistsError):
         os.close(os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
-    except FileExistsError:
-        pass
     for file in (path, *(path.with_name(path.name + s) for s in SQLITE_COMPANIONS)):
         _tighten(file)
 
