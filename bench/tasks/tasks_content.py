@@ -398,7 +398,7 @@ CONTENT_TASKS: list[Task] = [
         setup=seed_holiday,
         check=check_status("post", "post", "draft"),
         allowed=allow(touch("post", "post", "status")),
-        expects=F({"update_post"}),
+        expects=F({"update_post", "unpublish_post"}),
         oracle=lambda f: [call("update_post", id=f["post"], status="draft"), say("Done.")],
     ),
     Task(

@@ -165,7 +165,10 @@ async def run_actions(state: TurnState, _step: RunActions) -> LoopStep:
         return await _direct_answer(state)
     ids = {call.id for call in plan}
     round_steps = [s for s in state.checkpoint.steps if s.call_id in ids]
-    if state.deps.answer_from_results and wrote_everything(round_steps):
+    # After a failure the model decides again, even once a later round succeeded: what it did
+    # then may be a detour (a category made for a post it has not created yet).
+    clean = all(s.status is StepStatus.SUCCEEDED for s in state.checkpoint.steps)
+    if state.deps.answer_from_results and clean and wrote_everything(round_steps):
         return await _account(state, round_steps)
     return CallModel()
 

@@ -78,3 +78,18 @@ async def test_a_claim_backed_by_a_write_that_succeeded_is_left_as_it_is() -> No
         [{"tool_calls": [call("note", text="milk")]}, {"text": "Saved and done."}]
     )
     assert result.assistant_text == "Saved and done."
+
+
+async def test_after_a_failure_the_model_decides_again_even_when_a_later_round_succeeds() -> None:
+    result, provider, _, notebook = await turn(
+        [
+            {"tool_calls": [call("explode", text="post")]},
+            {"tool_calls": [call("note", text="category")]},
+            {"tool_calls": [call("note", text="post")]},
+            {"text": "Made the category, then the post."},
+        ],
+        answer_from_results=True,
+    )
+    assert notebook.notes == ["category", "post"]
+    assert result.usage.model_calls == 4 and provider.remaining == 0
+    assert result.assistant_text == "Made the category, then the post."

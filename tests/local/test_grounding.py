@@ -117,3 +117,22 @@ def test_a_decision_that_acts_writes_a_short_reply_and_a_short_thought() -> None
     assert acting["properties"]["reply"]["maxLength"] == ACTING_REPLY_CAP
     assert acting["properties"]["thought"]["maxLength"] == THOUGHT_CAP == 60
     assert "$defs" not in acting and "$defs" not in talking  # kept once, at the root
+
+
+def test_categories_the_person_did_not_name_are_dropped_from_a_new_post() -> None:
+    text = json.dumps(
+        {
+            "thought": "t",
+            "actions": [
+                {
+                    "action": "create_post",
+                    "params": {"title": "We are hiring", "categories": ["blog"], "tags": ["Jobs"]},
+                }
+            ],
+            "reply": "r",
+            "confidence": 0.9,
+        }
+    )
+    said = "Publish a post titled We are hiring, tagged jobs."
+    params = json.loads(drop_unsaid(text, SCHEMA, said))["actions"][0]["params"]
+    assert params == {"title": "We are hiring", "tags": ["Jobs"]}

@@ -173,6 +173,25 @@ async def test_publish_then_undo_puts_back_the_draft(wp: Harness) -> None:
     assert (await wp.read(f"/wp/v2/posts/{draft['id']}"))["status"] == "draft"
 
 
+async def test_unpublish_keeps_the_post_as_a_draft_and_undo_publishes_it_again(
+    wp: Harness,
+) -> None:
+    live = await wp.ok("create_post", title="Holiday closures", content="Closed.", status="publish")
+    preview = SPECS["unpublish_post"].preview
+    assert preview is not None
+    shown = await preview(
+        SPECS["unpublish_post"].params.model_validate({"post": "Holiday closures"}),
+        wp.context(),
+        wp.services,
+    )
+    assert shown["before"]["status"] == "publish" and shown["after"]["status"] == "draft"
+    assert (await wp.ok("unpublish_post", post="Holiday closures"))["status"] == "draft"
+    after = await wp.read(f"/wp/v2/posts/{live['id']}")
+    assert after["status"] == "draft" and "Closed." in after["content"]["raw"]
+    await wp.undo("unpublish_post")
+    assert (await wp.read(f"/wp/v2/posts/{live['id']}"))["status"] == "publish"
+
+
 async def test_trash_needs_approval_in_chat_and_undo_restores_it(wp: Harness) -> None:
     denied = await wp.run("trash_post", id=1)  # chat: destructive = confirm, no approvals here
     assert denied.status is StepStatus.DENIED

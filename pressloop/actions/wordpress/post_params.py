@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from pressloop.actions.wordpress.refs import Pinned, Ref, RefText
+from pressloop.contracts import DICTATED
 
 PostType = Literal["post", "page"]
 Status = Literal["draft", "publish", "pending", "private"]
@@ -64,10 +65,16 @@ class CreatePostParams(_Params):
     )
     excerpt: str | None = Field(default=None, max_length=2000, description="A short summary.")
     categories: TermRefs | None = Field(
-        default=None, max_length=20, description="Categories, ids or names (posts only)."
+        default=None,
+        max_length=20,
+        description="Categories, ids or names (posts only).",
+        json_schema_extra=DICTATED,
     )
     tags: TermRefs | None = Field(
-        default=None, max_length=50, description="Tags, ids or names (posts only)."
+        default=None,
+        max_length=50,
+        description="Tags, ids or names (posts only).",
+        json_schema_extra=DICTATED,
     )
 
 
@@ -86,10 +93,16 @@ class UpdatePostParams(Pinned):
     excerpt: str | None = Field(default=None, max_length=2000, description="New excerpt.")
     status: Status | None = Field(default=None, description="New status.")
     categories: TermRefs | None = Field(
-        default=None, max_length=20, description="Categories (ids or names); replace the current."
+        default=None,
+        max_length=20,
+        description="Categories (ids or names); replace the current.",
+        json_schema_extra=DICTATED,
     )
     tags: TermRefs | None = Field(
-        default=None, max_length=50, description="Tags (ids or names); replace the current ones."
+        default=None,
+        max_length=50,
+        description="Tags (ids or names); replace the current ones.",
+        json_schema_extra=DICTATED,
     )
 
 

@@ -297,31 +297,44 @@ async def trash_snapshot(
     return _status_fields(post, "status", "slug")
 
 
-async def publish_preview(
-    params: PostRefParams, context: ActionContext, services: ActionServices
-) -> dict[str, Any]:
-    before = await status_snapshot(params, context, services)
-    return {
-        "before": {
-            "id": before["id"],
-            "title": before["title"],
-            "status": before["fields"]["status"],
-        },
-        "after": {"id": before["id"], "title": before["title"], "status": "publish"},
-    }
+def status_preview(status: str) -> Any:
+    """The approval preview of a change of status: the post before, and the status after."""
+
+    async def preview(
+        params: PostRefParams, context: ActionContext, services: ActionServices
+    ) -> dict[str, Any]:
+        before = await status_snapshot(params, context, services)
+        shown = {"id": before["id"], "title": before["title"]}
+        return {
+            "before": {**shown, "status": before["fields"]["status"]},
+            "after": {**shown, "status": status},
+        }
+
+    return preview
+
+
+async def _set_status(params: PostRefParams, services: ActionServices, status: str) -> Any:
+    client = site(services)
+    current = await target(client, params)
+    if current.get("status") == "trash":
+        raise ActionError(f"{label(current)} is in the trash: restore it first")
+    return await client.post(
+        route(current["type"], current["id"]), json={"status": status}, idempotent=True
+    )
 
 
 async def publish_post(
     params: PostRefParams, context: ActionContext, services: ActionServices
 ) -> ActionResult:
-    client = site(services)
-    current = await target(client, params)
-    if current.get("status") == "trash":
-        raise ActionError(f"{label(current)} is in the trash: restore it before publishing")
-    post = await client.post(
-        route(current["type"], current["id"]), json={"status": "publish"}, idempotent=True
-    )
+    post = await _set_status(params, services, "publish")
     return ActionResult(content=brief(post), summary=f"published {label(post)}")
+
+
+async def unpublish_post(
+    params: PostRefParams, context: ActionContext, services: ActionServices
+) -> ActionResult:
+    post = await _set_status(params, services, "draft")
+    return ActionResult(content=brief(post), summary=f"took {label(post)} offline: it is a draft")
 
 
 # -- trash and delete -----------------------------------------------------------------------------
@@ -420,13 +433,24 @@ POST_ACTIONS: tuple[ActionSpec, ...] = (
         risk=Risk.WRITE,
         handler=publish_post,
         snapshot=status_snapshot,
-        preview=publish_preview,
+        preview=status_preview("publish"),
+        undo=restore_fields,
+    ),
+    ActionSpec(
+        name="unpublish_post",
+        description="Take a published post (or page) offline: it becomes a draft, kept as it "
+        "is." + _TYPE_NOTE,
+        params=PostRefParams,
+        risk=Risk.WRITE,
+        handler=unpublish_post,
+        snapshot=status_snapshot,
+        preview=status_preview("draft"),
         undo=restore_fields,
     ),
     ActionSpec(
         name="trash_post",
         description="Move a post (or page) to the trash; it can be restored. Not for "
-        "unpublishing (update_post with status draft does that)." + _TYPE_NOTE,
+        "taking a post offline (unpublish_post does that)." + _TYPE_NOTE,
         params=PostRefParams,
         risk=Risk.DESTRUCTIVE,
         handler=trash_post,

@@ -111,14 +111,29 @@ def drop_unsaid(text: str, schema: dict[str, Any], said: str) -> str:
         if not isinstance(item, dict) or not isinstance(item.get("params"), dict):
             continue
         params_schema = branches.get(str(item.get("action")), {})
-        if not params_schema.get(DICTATED_KEY):
-            continue
+        whole = bool(params_schema.get(DICTATED_KEY))
         fields = params_schema.get("properties", {})
         for key, value in list(item["params"].items()):
-            if is_reference(fields.get(key, {})) or isinstance(value, dict | list):
+            field = fields.get(key, {})
+            if not (whole or field.get(DICTATED_KEY)) or is_reference(field):
                 continue
-            spoken = str(value).lower() if isinstance(value, bool) else str(value)
-            if value is None or not _plain(spoken) or _plain(spoken) not in heard:
-                del item["params"][key]
+            kept = _said_only(value, heard)
+            if kept != value:
                 dropped = True
+                if kept is None:
+                    del item["params"][key]
+                else:
+                    item["params"][key] = kept
     return json.dumps(decision, ensure_ascii=False) if dropped else text
+
+
+def _said_only(value: Any, heard: str) -> Any:
+    """`value` if the person said it, a list cut to the words they said (ids kept: the grammar
+    allows only ids the conversation showed), or None."""
+    if isinstance(value, list):
+        kept = [v for v in value if isinstance(v, int) or _said_only(v, heard) is not None]
+        return kept or None
+    if isinstance(value, dict):
+        return value
+    spoken = _plain(str(value).lower() if isinstance(value, bool) else str(value))
+    return value if spoken and spoken in heard else None
