@@ -24,7 +24,7 @@ from pressloop.contracts import Risk, Step, StepStatus
 _CLAIM = re.compile(
     r"\b(published|created|added|updated|changed|renamed|deleted|removed|trashed|moved|"
     r"approved|replied|activated|deactivated|installed|uploaded|set|made|marked|tagged|filed|"
-    r"assigned|saved|done|is now|are now)\b",
+    r"assigned|saved|done|sent|emailed|notified|is now|are now)\b",
     re.IGNORECASE,
 )
 # Words of a reply that already says it did not happen.

@@ -136,3 +136,25 @@ def test_categories_the_person_did_not_name_are_dropped_from_a_new_post() -> Non
     said = "Publish a post titled We are hiring, tagged jobs."
     params = json.loads(drop_unsaid(text, SCHEMA, said))["actions"][0]["params"]
     assert params == {"title": "We are hiring", "tags": ["Jobs"]}
+
+
+def test_a_value_that_only_names_a_field_is_dropped() -> None:
+    full = decision_schema(
+        [(e.name, e.params_schema) for e in Registry(WORDPRESS_ACTIONS).catalog()]
+    )
+    text = json.dumps(
+        {
+            "thought": "t",
+            "actions": [
+                {
+                    "action": "update_settings",
+                    "params": {"title": "tagline", "description": "Fresh bread every morning."},
+                }
+            ],
+            "reply": "r",
+            "confidence": 0.9,
+        }
+    )
+    said = "Set the tagline to Fresh bread every morning."
+    params = json.loads(drop_unsaid(text, full, said))["actions"][0]["params"]
+    assert params == {"description": "Fresh bread every morning."}

@@ -43,8 +43,8 @@ def test_the_compact_catalog_is_shorter_but_keeps_every_name_type_and_choice() -
     params = head.splitlines()[head.splitlines().index(line) + 1]
     assert params.startswith("  params: {type?: ")
     # One field takes the post's id or its title (the pack's forgiving references).
-    assert 'post: "title or name"|id, title?: string, content?: string' in params
-    assert 'categories?: ["title or name"|id]' in params
+    assert "post: string|id, title?: string, content?: string" in params
+    assert "categories?: [string|id]" in params
     assert 'status?: "draft"|"publish"|"pending"|"private",' in params
     assert "null" not in params and "risk:" not in head
 

@@ -52,13 +52,14 @@ async def target(
     *, trash: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     """The post `params.post` names, read now. Resolved once per call (`refs.Pinned`): the
-    snapshot, the change and its check act on the same post. `type` not given: a page will do."""
+    snapshot, the change and its check act on the same post. `type` not given, or a title that
+    names no item of the type given (a small model wrote "page" for a draft post): the other
+    type will do, its own type looked at first. An id is taken as given."""
     pinned = params.pinned("post")
     if pinned is not None:
         return await post_by_id(client, pinned[0], pinned[1])
-    post = await find_post(
-        client, params.post, params.type, either="type" not in params.model_fields_set, trash=trash
-    )
+    either = "type" not in params.model_fields_set or as_id(params.post) is None
+    post = await find_post(client, params.post, params.type, either=either, trash=trash)
     params.pin("post", (str(post.get("type") or params.type), int(post["id"])))
     return post
 
@@ -132,8 +133,11 @@ async def list_posts(
     if statuses == ["publish"] and params.status == "any":
         left_out = "drafts, pending, scheduled and private ones (this user may not see them), trash"
     return ActionResult(
+        # The order said in words: "which is the latest?" is read off the first item.
         content={"total": total, "page": params.page, "statuses": statuses,
-                 "left_out": left_out, plural: items},
+                 "left_out": left_out,
+                 "order": "best match first" if params.search else "newest first",
+                 plural: items},
         summary=f"listed {len(items)} of {total} {plural} ({', '.join(statuses)})",
         untrusted=True,
     )  # fmt: skip

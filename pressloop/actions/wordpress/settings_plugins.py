@@ -66,7 +66,9 @@ async def find_plugin(wp: WordPressClient, wanted: str) -> dict[str, Any]:
         lines = [f"{p['plugin']} ({rendered(p.get('name'))}, {p.get('status')})" for p in found]
         raise which_one("plugin", "plugin", wanted, lines)
     known = ", ".join(p["plugin"] for p in plugins)
-    raise ActionError(f"no plugin {wanted!r} is installed; installed: {known}")
+    raise ActionError(
+        f"no plugin {wanted!r} is installed, and no action can install one; installed: {known}"
+    )
 
 
 async def list_plugins(

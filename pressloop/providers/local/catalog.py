@@ -82,6 +82,18 @@ _ACTION_EXAMPLES: tuple[tuple[str, str, str, str, str], ...] = (
         'published.", "confidence": 0.9}',
     ),
     (
+        "unpublish_post",
+        'Take the "Winter hours" post offline and keep it as a draft',
+        _acting(
+            "Unpublish the post Winter hours; it stays a draft.",
+            "unpublish_post",
+            '{"post": "Winter hours"}',
+            "Taking it offline.",
+        ),
+        "",
+        "",
+    ),
+    (
         "moderate_comment",
         "Approve the comment from Ann Lee",
         _acting(
@@ -137,6 +149,18 @@ _ACTION_EXAMPLES: tuple[tuple[str, str, str, str, str], ...] = (
             "update_user",
             '{"user": "joe", "name": "Joe Brown"}',
             "Renaming joe.",
+        ),
+        "",
+        "",
+    ),
+    (
+        "update_media",
+        "Set the alt text of the Shop photo image to 'Our shop at night'",
+        _acting(
+            "Change the alt text of the media item titled Shop photo.",
+            "update_media",
+            '{"media": "Shop photo", "alt_text": "Our shop at night"}',
+            "Setting the alt text.",
         ),
         "",
         "",
@@ -239,8 +263,9 @@ def _type(schema: Any, defs: dict[str, Any]) -> str:
         target = defs.get(str(schema["$ref"]).rsplit("/", 1)[-1], {})
         return _type(target, defs)
     if is_reference(schema):
-        # Read as "give an id" when spelled integer|string: say words come first.
-        return '"title or name"|id'
+        # Spelled integer|string it read as "give an id"; "title or name" in quotes was copied
+        # as a literal value. The words (a title, a name) are what the examples show.
+        return "string|id"
     if "const" in schema:
         return json.dumps(schema["const"])
     if "enum" in schema:

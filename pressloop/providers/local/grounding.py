@@ -113,11 +113,16 @@ def drop_unsaid(text: str, schema: dict[str, Any], said: str) -> str:
         params_schema = branches.get(str(item.get("action")), {})
         whole = bool(params_schema.get(DICTATED_KEY))
         fields = params_schema.get("properties", {})
+        # A value that is only a field's label ("tagline", "title") names the field, not a
+        # value: the person said it to say which setting, not what to set it to.
+        labels = {_plain(name) for name in fields} | {
+            _plain(str(f.get("description", ""))) for f in fields.values() if isinstance(f, dict)
+        }
         for key, value in list(item["params"].items()):
             field = fields.get(key, {})
             if not (whole or field.get(DICTATED_KEY)) or is_reference(field):
                 continue
-            kept = _said_only(value, heard)
+            kept = None if _plain(str(value)) in labels else _said_only(value, heard)
             if kept != value:
                 dropped = True
                 if kept is None:

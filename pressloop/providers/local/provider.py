@@ -114,7 +114,8 @@ class LocalProvider:
             if problem is not None:
                 text = fallback_answer(problem)
             else:
-                text = drop_unsaid(text, schema, _said(request))
+                # The schema with its descriptions: a field's label is no value for it.
+                text = drop_unsaid(text, request.response_schema or schema, _said(request))
         return ModelResponse(
             text=text,
             usage=Usage(
