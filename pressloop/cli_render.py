@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pressloop.contracts import Event, EventType, RunStatus
+from pressloop.runtime.bus import rest_after_parts
 from pressloop.store.records import RunRecord, ThreadRecord
 
 STATUS_STYLE = {
@@ -49,7 +50,10 @@ class EventPrinter:
 
     def __init__(self, console: Console) -> None:
         self.console = console
+        # The newest event shown whole, and how many text delta parts after it were shown
+        # (deltas streamed before their commit: `data.after`, `data.part`).
         self.last_seq = 0
+        self.parts_shown = 0
         self.input_tokens = 0
         self.output_tokens = 0
         self._streaming = False
@@ -65,7 +69,18 @@ class EventPrinter:
             self._streaming = False
 
     def show(self, event: Event) -> None:
-        self.last_seq = max(self.last_seq, event.seq)
+        if event.data.keys() == {"delta", "after", "part"}:  # a delta before its commit
+            self.last_seq, self.parts_shown = int(event.data["after"]), int(event.data["part"])
+        elif self.parts_shown and event.seq == self.last_seq + 1:
+            # Stored events read after the live stream: the text of the parts shown is skipped
+            # (the stream itself sends no event that parts shown already cover).
+            rest, self.parts_shown = rest_after_parts(event, self.parts_shown)
+            self.last_seq = event.seq
+            if rest is None:
+                return
+            event = rest
+        else:
+            self.last_seq, self.parts_shown = max(self.last_seq, event.seq), 0
         data = event.data
         match event.type:
             case EventType.RUN_STARTED:

@@ -5,6 +5,7 @@ crash. Writes its section of docs/benchmarks.md.
     python -m bench.peers --write docs/benchmarks.md      # everything (20-40 minutes)
     python -m bench.peers --quick                         # a smoke run, small N
     python -m bench.peers --workloads streaming --databases postgres --streams 200
+    python -m bench.peers --workloads streaming --databases sqlite --streams 200 --repeats 5
     python -m bench.peers --from-json /tmp/peers.json --write docs/benchmarks.md
 """
 
@@ -59,6 +60,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="workload 2 is CPU-bound and long: by default on PostgreSQL only",
     )
     parser.add_argument("--streams", type=int, default=200)
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="workload 3: each system's streaming case this many times, interleaved (a round "
+        "runs every system once); the report gives the median over the repeats and their spread",
+    )
     parser.add_argument("--sizes", type=_ints, default=[10, 1000, 100_000])
     parser.add_argument("--growth-turns", type=int, default=90)
     parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES, help="an admin connection")
@@ -83,6 +91,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     unknown = set(options.systems) - set(SYSTEMS) | set(options.workloads) - set(WORKLOADS)
     if unknown or "pressloop" not in options.systems:
         parser.error(f"unknown names {sorted(unknown)} (and pressloop must be measured)")
+    if options.repeats < 1:
+        parser.error("--repeats must be at least 1")
     return options
 
 
@@ -124,10 +134,9 @@ async def run(options: argparse.Namespace, logs: Path, results: dict[str, Any]) 
                         ctx, defaults, database, options.concurrent
                     )
                 elif workload == "streaming":
-                    out[database] = {
-                        key: await streaming.stream_system(ctx, key, database, options.streams)
-                        for key in defaults
-                    }
+                    out[database] = await streaming.interleaved(
+                        ctx, defaults, database, options.streams, options.repeats, _log
+                    )
                 elif workload == "growth":
                     out[database] = await sequential.growth(
                         ctx,
@@ -212,12 +221,14 @@ def main(argv: list[str] | None = None) -> None:
             "quick": options.quick,
             "code": facts.code_version(),
             "machine": facts.machine(),
+            "cpu": streaming.cpu(),
             "load": {},
             "options": {
                 "turns": options.turns,
                 "warmup": options.warmup,
                 "concurrent": options.concurrent,
                 "streams": options.streams,
+                "repeats": options.repeats,
                 "sizes": options.sizes,
                 "growth_turns": options.growth_turns,
             },

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.peers import report
+from bench.peers import report, streaming
 from bench.peers.system import MESSAGE
 
 START_MARKER = "<!-- peers:start -->"
@@ -92,11 +92,20 @@ the packages compared (LangGraph's server is the separate LangGraph Platform), s
 behind the same minimal FastAPI + sse-starlette endpoint (`bench/peers/sse_app.py`, uvicorn on
 uvloop with httptools, as `pressloop serve` runs),
 which sends each text delta the moment the system yields it and stores nothing on the way.
-Pressloop commits every event before its frame leaves, so a client can reconnect and resume;
-that commit is on this path. The first token carries the model server's CLOCK_MONOTONIC time
-taken just before it is written; the bench client (httpx) reads the clock when it has parsed
-the first frame that carries it. Two turns warm each server up first (Pressloop loads the
-model SDK on its first turn) and are not counted.
+Pressloop sends a text delta before its commit (its frame id says where a reconnect resumes);
+the events a client must neither miss nor see twice are committed before their frame leaves.
+The first token carries the model server's CLOCK_MONOTONIC time taken just before it is
+written; the bench client (httpx) reads the clock when it has parsed the first frame that
+carries it. Two turns warm each server up first (Pressloop loads the model SDK on its first
+turn) and are not counted.
+
+Two runs of 200 synchronized streams on one machine can differ by several times, so each
+system's case is repeated (`--repeats`, 3 by default), interleaved: a round runs every system
+once, on a fresh database and server, the order turning by one each round. The table gives the
+median over the repeats of each run's figure, with the spread (min-max); the ratios to the best
+peer are taken within each round (the best peer of that round), then their median and spread.
+A goal is met when every repeat meets it, missed when none does, and **within noise** when the
+repeats fall on both sides of it: a result that one more run could turn.
 """
 
 GROWTH = """### 4. Growth: overhead per round with 10, 1,000 and 100,000 stored conversations
@@ -167,6 +176,21 @@ of all sampled time, idle included. The profiled runs are slower and not in the 
 """
 
 
+def _streaming_machine(results: dict[str, Any]) -> str:
+    """The CPU the streaming figures come from: they move with it (a run that saved no CPU
+    facts has the machine's first line, which names the CPU too)."""
+    if results.get("cpu"):
+        cpu = streaming.cpu_line(results["cpu"])
+    else:
+        cpu = next((f[5:] for f in results["machine"] if f.startswith("CPU: ")), "unknown")
+    repeats = results.get("options", {}).get("repeats", 1)
+    load = results.get("load", {}).get("streaming")
+    runs = f"{repeats} interleaved repeats" if repeats > 1 else "one run per system"
+    return f"Measured on: {cpu}; {runs}" + (
+        f"; load average at the start: {load}." if load else "."
+    )
+
+
 def verdicts(results: dict[str, Any]) -> list[report.Verdict]:
     """The goals, judged (rendering the tables judges them)."""
     found: list[report.Verdict] = []
@@ -227,7 +251,8 @@ def _body(results: dict[str, Any], verdicts: list[report.Verdict]) -> str:
     if "concurrency" in results:
         lines += [CONCURRENCY, report.concurrency_section(results["concurrency"], verdicts), ""]
     if "streaming" in results:
-        lines += [STREAMING, report.streaming_section(results["streaming"], verdicts), ""]
+        lines += [STREAMING, _streaming_machine(results), ""]
+        lines += [*report.streaming_section(results["streaming"], verdicts), ""]
     if "growth" in results:
         lines += [GROWTH, report.growth_section(results["growth"], verdicts), ""]
     lines += ["### Goals", "", *(f"- {v.line()}" for v in verdicts), ""]

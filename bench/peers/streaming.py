@@ -11,9 +11,11 @@ the difference is the time the token took to cross the system.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -105,13 +107,73 @@ async def _one_stream(client: httpx.AsyncClient, path: str, body: dict[str, Any]
     return {"first_ms": first_ms, "finished": finished, "turn_s": time.perf_counter() - started}
 
 
+def cpu() -> dict[str, Any]:
+    """What the streaming figures were measured on: the CPU model (with its family, model and
+    stepping: a virtual machine's model name is often just "Intel(R) Xeon(R) Processor"), its
+    clock, and the CPUs this process may run on."""
+    fields: dict[str, str] = {}
+    with open("/proc/cpuinfo", encoding="utf-8") as info:
+        for line in info:
+            if not line.strip():
+                break  # the first processor is enough
+            name, _, value = line.partition(":")
+            fields[name.strip()] = value.strip()
+    return {
+        "model": fields.get("model name", "unknown"),
+        "family_model_stepping": "/".join(
+            fields.get(k, "?") for k in ("cpu family", "model", "stepping")
+        ),
+        "mhz": fields.get("cpu MHz", "?"),
+        "cpus": len(os.sched_getaffinity(0)),
+    }
+
+
+def cpu_line(facts: dict[str, Any]) -> str:
+    mhz = facts["mhz"]
+    clock = f"{float(mhz):.0f} MHz, " if mhz.replace(".", "", 1).isdigit() else ""
+    return (
+        f"{facts['model']} (family/model/stepping {facts['family_model_stepping']}), "
+        f"{clock}{facts['cpus']} CPUs"
+    )
+
+
+async def interleaved(
+    ctx: Context,
+    keys: list[str],
+    database: str,
+    streams: int,
+    repeats: int,
+    log: Callable[[str], None],
+) -> dict[str, list[dict[str, Any]]]:
+    """Each system's case `repeats` times, in rounds: every system once a round (a round is
+    what one run measured before), so that every system samples the same stretches of this
+    shared machine. The order turns by one each round: no system always runs first."""
+    out: dict[str, list[dict[str, Any]]] = {key: [] for key in keys}
+    for number in range(1, repeats + 1):
+        shift = (number - 1) % len(keys)
+        order = keys[shift:] + keys[:shift]
+        for position, key in enumerate(order, start=1):
+            load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+            log(f"streaming on {database}: round {number}/{repeats}, {key} (load {load})")
+            result = await stream_system(ctx, key, database, streams, round_=number)
+            out[key].append({**result, "round": number, "position": position, "load": load})
+    return out
+
+
 async def stream_system(
-    ctx: Context, key: str, database: str, streams: int, *, profile: Path | None = None
+    ctx: Context,
+    key: str,
+    database: str,
+    streams: int,
+    *,
+    profile: Path | None = None,
+    round_: int | None = None,
 ) -> dict[str, Any]:
     model = base_url(ctx.model_port, latency_ms=LATENCY_MS, gap_ms=GAP_MS)
     async with fresh_target(database, ctx.admin_url, ctx.data_dir, model) as target:
         port = free_port()
-        log = ctx.log(f"streaming-{key}-{database}")
+        suffix = "" if round_ is None else f"-r{round_}"
+        log = ctx.log(f"streaming-{key}-{database}{suffix}")
         if key == "pressloop":
             server, kind = await _pressloop_server(target, port, log, profile)
         else:

@@ -43,6 +43,9 @@ def whole_number_pattern(limit: int) -> str:
 
 
 SEQ_PATTERN = whole_number_pattern(MAX_INT)
+# A stream position (an SSE `id`, sent back as Last-Event-ID): an event's seq `N`, or `N.k`
+# after a provisional text delta: event N and the first k parts (1 or more) of event N + 1.
+EVENT_ID_PATTERN = f"^({SEQ_PATTERN[1:-1]})(\\.[1-9][0-9]{{0,8}})?$"
 
 Id = Annotated[
     str,

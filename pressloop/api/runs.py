@@ -98,7 +98,7 @@ async def post_run(
             f"(run {run.id})"
         )
     if body.mode == "stream":
-        return event_stream(request, run.id, after=start_after)
+        return event_stream(request, run.id, start=start_after)
     if body.mode == "background":
         return _json(RunAccepted(run=RunOut.of(run)), 202, replayed)
     run = await service.wait(run.id)
@@ -148,7 +148,7 @@ async def run_events(
     (resumed after `Last-Event-ID` when the client sends it)."""
     if wants_stream(request):
         await service.get_run(run_id)  # an unknown run is a 404 before the stream starts
-        return event_stream(request, run_id, after=resume_point(last_event_id, after))
+        return event_stream(request, run_id, start=resume_point(last_event_id, after))
     return await service.events(run_id, after=after, limit=limit)
 
 

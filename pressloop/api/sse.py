@@ -1,4 +1,5 @@
-"""Run events as Server-Sent Events: `id: <seq>`, `event: <type>`, `data: <the Event as JSON>`.
+"""Run events as Server-Sent Events: `id: <position>`, `event: <type>`, `data: <the Event as
+JSON>`.
 
 The frames come from `Service.follow`: an event this process commits comes straight off the
 in-process bus (`runtime/bus.py`); the database is read to catch up: at the start, after a gap
@@ -7,12 +8,20 @@ stays quiet for a poll interval. So any API process can serve any stream, for a 
 any process, and a client that reconnects with `Last-Event-ID` gets every later event exactly
 once. Comment pings keep proxies from closing a quiet stream; a client that goes away cancels
 the generator.
+
+The id is the event's seq `N`, except on a text delta sent before its commit (only the process
+running the turn sends those): `N.k`, event N and then the first k text delta parts after it
+(data `{"delta", "after": N, "part": k}`). Resuming at `N.k`, in any process, skips those parts'
+text in the delta events that follow N (a partly sent one comes with the rest of its text,
+`"after_part"`); parts never committed (the worker died) are followed by the retry's events,
+whole, from its `run.started`.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Header
@@ -21,8 +30,9 @@ from pydantic.json_schema import SkipJsonSchema
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 
-from pressloop.api.bounds import SEQ_PATTERN
-from pressloop.contracts import EventType, RunStatus
+from pressloop.api.bounds import EVENT_ID_PATTERN
+from pressloop.contracts import Event, EventType, RunStatus
+from pressloop.runtime.bus import DELTA_TYPES
 from pressloop.runtime.service import Service
 
 SSE_MEDIA_TYPE = "text/event-stream"
@@ -37,8 +47,10 @@ SSE_EVENT_SCHEMA: dict[str, Any] = {
         "event": {"type": "string", "enum": [t.value for t in EventType]},
         "id": {
             "type": "string",
-            "pattern": "^[0-9]+$",
-            "description": "The event's seq: send it back as Last-Event-ID to resume after it.",
+            "pattern": r"^[0-9]+(\.[1-9][0-9]*)?$",
+            "description": "Where the stream is: the event's seq `N`, or `N.k` on a text delta "
+            "sent before its commit (event N, then k text delta parts). Send it back as "
+            "Last-Event-ID to resume after it, on any server.",
         },
         "data": {
             "type": "string",
@@ -61,11 +73,11 @@ def sse_content(description: str) -> dict[str, Any]:
 
 # Optional, but never null: a header is text (`SkipJsonSchema` keeps null out of the schema).
 LastEventId = Annotated[
-    Annotated[str, StringConstraints(pattern=SEQ_PATTERN)] | SkipJsonSchema[None],
+    Annotated[str, StringConstraints(pattern=EVENT_ID_PATTERN)] | SkipJsonSchema[None],
     Header(
         alias="Last-Event-ID",
-        description="With a stream: resume after this event's seq (an EventSource sends it); "
-        "a number from 0 to 2147483647.",
+        description="With a stream: resume after this frame's id (an EventSource sends it): "
+        "a seq from 0 to 2147483647, or `N.k` after a text delta sent before its commit.",
     ),
 ]
 
@@ -92,10 +104,31 @@ def wants_stream(request: Request) -> bool:
     return SSE_MEDIA_TYPE in request.headers.get("accept", "")
 
 
-def resume_point(last_event_id: str | None, after: int) -> int:
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where a stream starts: after event `seq`, and after `parts` text delta parts beyond it."""
+
+    seq: int
+    parts: int = 0
+
+
+def resume_point(last_event_id: str | None, after: int) -> ResumePoint:
     """Where a stream starts: after `Last-Event-ID` if the client sent one, else after `after`
     (both bounded by their parameters: `LastEventId`, `after`)."""
-    return after if last_event_id is None else int(last_event_id)
+    if last_event_id is None:
+        return ResumePoint(after)
+    seq, _, parts = last_event_id.partition(".")
+    return ResumePoint(int(seq), int(parts or 0))
+
+
+def frame_id(event: Event) -> str:
+    """The frame's id: the seq `N` of an event (or of the rest of one), `N.k` for a text delta
+    sent before its commit (`data.after` = N, `data.part` = k: it may never be committed, so
+    its position counts from the last event sent whole)."""
+    data = event.data
+    if event.type in DELTA_TYPES and data.keys() == {"delta", "after", "part"}:
+        return f"{data['after']}.{data['part']}"
+    return str(event.seq)
 
 
 # A stream that ends on a run parked for an approval asks the client (a browser's EventSource
@@ -105,11 +138,11 @@ PARKED_RETRY_MS = 15_000
 
 
 async def _frames(
-    service: Service, run_id: str, after: int, tracker: StreamTracker
+    service: Service, run_id: str, start: ResumePoint, tracker: StreamTracker
 ) -> AsyncIterator[ServerSentEvent]:
     tracker.opened()
     try:
-        async for event in service.follow(run_id, after=after):
+        async for event in service.follow(run_id, after=start.seq, parts=start.parts):
             parked = (
                 event.type is EventType.RUN_FINISHED
                 and event.data.get("status") == RunStatus.WAITING_APPROVAL.value
@@ -117,16 +150,16 @@ async def _frames(
             yield ServerSentEvent(
                 data=event.model_dump_json(),
                 event=event.type.value,
-                id=str(event.seq),
+                id=frame_id(event),
                 retry=PARKED_RETRY_MS if parked else None,
             )
     finally:
         tracker.closed()
 
 
-def event_stream(request: Request, run_id: str, *, after: int) -> EventSourceResponse:
-    """Every event of the run after `after`, live, until the run finishes or rests."""
+def event_stream(request: Request, run_id: str, *, start: ResumePoint) -> EventSourceResponse:
+    """Every event of the run after `start`, live, until the run finishes or rests."""
     state = request.app.state
     return EventSourceResponse(
-        _frames(state.service, run_id, after, state.streams), ping=state.sse_ping_s
+        _frames(state.service, run_id, start, state.streams), ping=state.sse_ping_s
     )

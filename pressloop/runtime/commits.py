@@ -29,7 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pressloop.clock import Now
 from pressloop.contracts import Event, EventType
 from pressloop.errors import LeaseLost
-from pressloop.runtime.bus import EventBus
+from pressloop.runtime.bus import EventBus, is_delta
 from pressloop.store import events as event_store
 from pressloop.store import run_writes
 from pressloop.store.db import Database
@@ -75,21 +75,30 @@ class Outbox:
         # Run after the finish, in the same transaction (a spawned child reporting to its parent).
         self.after_finish: tuple[Operation, asyncio.Future[Any]] | None = None
         self.waiters: list[asyncio.Future[Any]] = []  # no value, just the commit
+        # The lengths of the parts merged into the last queued event, if it is a text delta.
+        self._parts: list[int] = []
         self._committed: asyncio.Future[Committed] | None = None
 
-    def add_event(self, type_: EventType, data: dict[str, Any], ts: datetime) -> None:
-        """Number the event and queue it, or merge it into the text delta queued just before.
+    def add_event(self, type_: EventType, data: dict[str, Any], ts: datetime) -> int:
+        """Number the event and queue it, or merge it into the text delta queued just before;
+        for a text delta, return its part number within its event (1 for a new event), else 0.
 
         A streamed answer emits one `message` delta per token; when the commits cannot keep up
         (many streams at once) the deltas that pile up before the next batch become one event
         with the same text, so the rows written and the frames sent shrink with the load instead
-        of the latency growing with it. An idle process commits each delta on its own.
+        of the latency growing with it. An idle process commits each delta on its own. The
+        merged event records each part's length (`"parts"`): the parts went to this process's
+        streams before the commit (`EventBus.publish_part`), and a stream that resumes after
+        part k (in any process) sends only the text after it.
         """
+        delta = is_delta(type_, data)
         last = self.events[-1] if self.events else None
-        if last is not None and _is_delta(last.type, last.data) and _is_delta(type_, data):
+        if delta and last is not None and self._parts and last.type is type_:
+            self._parts.append(len(data["delta"]))
             merged = {"delta": last.data["delta"] + data["delta"]}
             self.events[-1] = last.model_copy(update={"data": merged})
-            return
+            return len(self._parts)
+        self._seal()
         self.seq += 1
         self.events.append(
             Event(
@@ -101,6 +110,8 @@ class Outbox:
                 data=data,
             )
         )
+        self._parts = [len(data["delta"])] if delta else []
+        return 1 if delta else 0
 
     @property
     def unsaved(self) -> bool:
@@ -115,6 +126,7 @@ class Outbox:
 
     def take(self) -> Pending:
         """Everything queued, for the batch that starts now."""
+        self._seal()
         write = RunWrite(
             run_id=self.run_id,
             thread_id=self.thread_id,
@@ -141,6 +153,14 @@ class Outbox:
         self._clear()
         return pending
 
+    def _seal(self) -> None:
+        """The last queued event takes no more parts: a merged delta records their lengths (one
+        part needs no list: it is the whole text)."""
+        if len(self._parts) > 1:
+            last = self.events[-1]
+            self.events[-1] = last.model_copy(update={"data": {**last.data, "parts": self._parts}})
+        self._parts = []
+
     def fail(self, error: BaseException) -> None:
         """A batch of this run failed: what was queued after it cannot be written either."""
         self.failure = error
@@ -156,7 +176,7 @@ class Outbox:
                 future.set_exception(error)
 
     def _clear(self) -> None:
-        self.events, self.operations, self.waiters = [], [], []
+        self.events, self.operations, self.waiters, self._parts = [], [], [], []
         self.checkpoint, self.finish, self.after_finish = None, None, None
         self.trace_context = None
 
@@ -171,10 +191,6 @@ class Pending:
     after_finish: tuple[Operation, asyncio.Future[Any]] | None = None
     waiters: list[asyncio.Future[Any]] = field(default_factory=list)
     committed: asyncio.Future[Committed]
-
-
-def _is_delta(type_: EventType, data: dict[str, Any]) -> bool:
-    return type_ is EventType.MESSAGE and data.keys() == {"delta"}
 
 
 class Committer:

@@ -16,7 +16,7 @@ from pressloop.clock import Now
 from pressloop.config import Settings
 from pressloop.contracts import FINAL_RUN_STATUSES, Event, EventType, RunStatus, Trigger
 from pressloop.errors import NotFound
-from pressloop.runtime.bus import EventBus
+from pressloop.runtime.bus import MAX_HELD_EVENTS, EventBus, Part, rest_after_parts
 from pressloop.runtime.runner import Runner
 from pressloop.runtime.site_policies import caller_request
 from pressloop.store import events as event_store
@@ -116,28 +116,70 @@ class ServiceReads:
         async with self.database.read() as conn:
             return await event_store.list_events(conn, run_id, after_seq=after, limit=limit)
 
-    async def follow(self, run_id: str, *, after: int = 0) -> AsyncIterator[Event]:
-        """Every event after `after`, live, until the run rests; each exactly once, in order.
+    async def follow(self, run_id: str, *, after: int = 0, parts: int = 0) -> AsyncIterator[Event]:
+        """Every event after `after` (and after `parts` text delta parts beyond it: a stream
+        position `after.parts`), live, until the run rests; each exactly once, in order.
 
         What this process commits is taken straight from the bus; the database is read to catch
         up (at the start, after a gap or a bare wake-up, on every poll tick), so a stream served
-        by any process, for a run running in any process, gets the same events.
+        by any process, for a run running in any process, gets the same events. A run running
+        here also streams its text deltas before their commit (`runtime/bus.py`): each goes out
+        as an event of the delta event it joins (its seq) with data `{"delta", "after": N,
+        "part": k}`, the stream's position `N.k`; the committed event then brings only the text
+        of parts not sent (usually none).
         """
-        seen = after
-        subscription = self.bus.subscribe(run_id)
+        seen, sent = after, parts  # sent: the parts sent beyond event `seen`
+        # Where the next part may go: part `chain_k + 1` of event `chain_seq`, or part 1 of the
+        # event after it once `chain_k` > 0 (a new event starts only after the last part of the
+        # one before). Unknown (broken) while parts were lost or sent by another process.
+        chain_seq, chain_k, broken = seen + 1, 0, sent > 0
+        subscription = self.bus.subscribe(run_id, parts=True)
+        ahead: list[Part] = []  # parts of an event whose predecessor is not sent yet
         try:
             read_database = True
             while True:
                 held = [e for e in subscription.take() if e.seq > seen]
+                new_parts, lost = subscription.take_parts()
+                if lost:  # which event a later part continues is unknown until the commits
+                    ahead.clear()
+                    broken = broken or sent > 0
+                ahead += new_parts
                 if read_database or (held and held[0].seq != seen + 1):
                     batch = await self._stored_events(run_id, after=seen)
                 else:
                     batch = held
                 for event in batch:
-                    seen = event.seq
-                    yield event
+                    rest, beyond = rest_after_parts(event, sent)
+                    if sent and not beyond and rest is event:
+                        ahead.clear()  # parts sent were never committed: any held are as dead
+                    seen, sent = event.seq, beyond
+                    if not sent:
+                        chain_seq, chain_k, broken = seen + 1, 0, False
+                    if rest is not None:
+                        yield rest
                 if batch and batch[-1].type is EventType.RUN_FINISHED:
                     return
+                if ahead and not broken:
+                    later: list[Part] = []
+                    for part in ahead:
+                        if broken:
+                            later = []  # sent only after the commits: which parts come then
+                            break
+                        if part.seq == chain_seq and part.index == chain_k + 1:
+                            chain_k += 1
+                        elif part.seq == chain_seq + 1 and part.index == 1 and chain_k:
+                            chain_seq, chain_k = part.seq, 1
+                        elif part.seq > chain_seq:
+                            later.append(part)  # after an event not sent yet
+                            continue
+                        else:
+                            # Sent already, or after a part this reader never got (it subscribed
+                            # later, or it was dropped): wait for the commit, which brings it.
+                            broken = broken or (part.seq == chain_seq and part.index > chain_k)
+                            continue
+                        sent += 1
+                        yield _sent_part(part, seen, sent)
+                    ahead = later if len(later) <= MAX_HELD_EVENTS else []
                 if read_database and len(batch) >= EVENT_PAGE:
                     continue  # more is stored than one page: read on before waiting
                 if read_database and not batch:
@@ -184,3 +226,15 @@ class ServiceReads:
         """Raise if the database cannot answer a trivial query (health checks)."""
         async with self.database.read() as conn:
             await ping(conn)
+
+
+def _sent_part(part: Part, after: int, k: int) -> Event:
+    """A part as a stream sends it: at position `after.k`, in the delta event it joins."""
+    return Event.model_construct(
+        run_id=part.run_id,
+        thread_id=part.thread_id,
+        seq=part.seq,
+        type=part.type,
+        ts=part.ts,
+        data={"delta": part.text, "after": after, "part": k},
+    )

@@ -7,7 +7,9 @@ through futures: an operation's value, and each batch's outcome (a failure, a ca
 Every write renews the lease and checks the fencing token; a worker that lost its lease finds out
 at its next write and stops: it can never commit for a run another worker took over. Events and
 checkpoints do not wait for their commit; operations and the finish do, and they are written
-after every event and checkpoint queued before them.
+after every event and checkpoint queued before them. A text delta also goes to this process's
+streams at once, before its commit, as a provisional part (`runtime/bus.py`): the first token
+reaches the person without waiting for the database.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pressloop.clock import Monotonic, Now
 from pressloop.contracts import Checkpoint, EventType
+from pressloop.runtime.bus import Part
 from pressloop.runtime.commits import Committed, Committer, Operation, Outbox
 from pressloop.store.db import Database
 from pressloop.store.records import Claim
@@ -77,10 +80,18 @@ class RunSession:
         return self._outbox.failure
 
     async def emit(self, type_: EventType, data: dict[str, Any]) -> None:
-        """Queue an event; it is committed with the next write (without waiting for it)."""
+        """Queue an event; it is committed with the next write (without waiting for it). A text
+        delta is also handed to this process's streams now, as a provisional part."""
         self._raise_if_failed()
-        self._outbox.add_event(type_, data, self.now())
+        ts = self.now()
+        part = self._outbox.add_event(type_, data, ts)
         self._mark()
+        bus = self.committer.bus
+        if part and bus.wants_parts(self.run_id):  # made only for a run someone streams here
+            run = self.claim.run
+            bus.publish_part(
+                Part(run.id, run.thread_id, self._outbox.seq, part, type_, ts, data["delta"])
+            )
 
     def keep_trace_context(self, carrier: dict[str, str]) -> None:
         """Store the run's trace context with its next write (its first traced attempt)."""
@@ -163,7 +174,11 @@ class RunSession:
     def _committed(self, outcome: asyncio.Future[Committed]) -> None:
         """A batch with this run's writes is over (its failure is the outbox's already)."""
         committed = outcome.result()
-        if committed.error is None:
+        if committed.error is not None:
+            # What it streamed before the commit will never be committed: readers forget the
+            # parts they hold (those sent are followed by the retry's events).
+            self.committer.bus.withdraw_parts(self.run_id)
+        else:
             self.last_written = self.monotonic()
             if committed.cancel_requested:  # asked in another process: learnt from this commit
                 self.request_cancel()

@@ -71,7 +71,8 @@ class Api:
 
 @dataclass(kw_only=True)
 class Frame:
-    id: int | None
+    # The seq; `"N.k"` (text) on a text delta sent before its commit (event N, then part k).
+    id: int | str | None
     event: str | None
     data: dict[str, Any] = field(default_factory=dict)  # the Event; empty for a comment
     comment: str | None = None
@@ -102,7 +103,7 @@ async def read_frames(
         if not fields and not comments:
             continue
         frame = Frame(
-            id=int(fields["id"]) if "id" in fields else None,
+            id=_frame_id(fields["id"]) if "id" in fields else None,
             event=fields.get("event"),
             data=json.loads(fields["data"]) if "data" in fields else {},
             comment="\n".join(comments) or None,
@@ -115,8 +116,33 @@ async def read_frames(
     return frames
 
 
+def _frame_id(value: str) -> int | str:
+    return int(value) if value.isdigit() else value
+
+
 def events_only(frames: list[Frame]) -> list[Frame]:
     return [f for f in frames if f.id is not None]
+
+
+def folded(frames: list[Frame]) -> list[dict[str, Any]]:
+    """The events the frames carry, as stored: the text delta parts sent before their commit
+    (frames with `data.after` and `data.part`) joined into the event of their seq."""
+    events: list[dict[str, Any]] = []
+    lengths: list[int] = []
+    for frame in frames:
+        data = frame.data["data"]
+        if "part" not in data:
+            events.append(frame.data)
+            lengths = []
+            continue
+        if not lengths or events[-1]["seq"] != frame.data["seq"]:
+            events.append({**frame.data, "data": {"delta": data["delta"]}})
+            lengths = [len(data["delta"])]
+            continue
+        lengths.append(len(data["delta"]))
+        joined = events[-1]["data"]["delta"] + data["delta"]
+        events[-1] = {**events[-1], "data": {"delta": joined, "parts": list(lengths)}}
+    return events
 
 
 ApiFactory = Callable[..., Awaitable[Api]]

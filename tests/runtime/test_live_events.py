@@ -34,8 +34,9 @@ async def test_deltas_waiting_for_the_same_commit_become_one_event(
     await session.emit(EventType.MESSAGE, {"text": "Hello world!", "final": True})
     await session.renew()
     stored = await service.events(session.run_id)
+    # The merged event records its parts' lengths: streams got them one by one before the commit.
     assert [(e.seq, e.type, e.data) for e in stored] == [
-        (1, EventType.MESSAGE, {"delta": "Hello world"}),
+        (1, EventType.MESSAGE, {"delta": "Hello world", "parts": [3, 2, 6]}),
         (2, EventType.ACTION, {"action": "noop", "params": {}}),
         (3, EventType.MESSAGE, {"delta": "!"}),
         (4, EventType.MESSAGE, {"text": "Hello world!", "final": True}),

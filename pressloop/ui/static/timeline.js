@@ -5,25 +5,50 @@ const Timeline = (() => {
   const { api, el, status, pretty } = Pressloop;
   const TYPES = ["run.started", "thinking", "message", "action", "step", "result", "approval", "tokens", "run.finished", "error"];
 
-  // Calls onEvent once per event, in order, across reconnects (the browser resends Last-Event-ID
-  // and the server resumes after it; seq numbers guard against any repeat). When the stream
-  // closes, the run's state decides: final -> stop; otherwise the browser reconnects by itself.
-  // A run.finished event alone decides nothing: a run parked for an approval reports one, and so
-  // does every attempt of a run that was later requeued.
+  // Calls onEvent once per frame, in order, across reconnects (the browser resends Last-Event-ID
+  // and the server resumes after it; positions guard against any repeat). A frame's id is the
+  // event's seq "N", or "N.k" for a text delta sent before its commit (event N, then k text
+  // parts after it): positions compare as (N, k). Text from parts of an attempt that died before
+  // committing them is followed by the retry's run.started.
+  // When the stream closes, the run's state decides: final -> stop; otherwise the browser
+  // reconnects by itself. A run.finished event alone decides nothing: a run parked for an
+  // approval reports one, and so does every attempt of a run that was later requeued.
   // A stream that ends on a run parked for an approval asks the browser to reconnect only after
   // 15 s; a decision taken on this page reconnects at once ("pressloop:decided").
   function follow(runId, { onEvent, onRest }) {
-    let last = 0;
+    let last = [0, 0];
     let stopped = false;
     let source = null;
+    const position = (id) => {
+      const [seq, part] = String(id).split(".");
+      return [Number(seq), Number(part || 0)];
+    };
+    const isStoredDelta = (event) => {
+      const d = event.data || {};
+      return (event.type === "message" || event.type === "thinking") && typeof d.delta === "string"
+        && Object.keys(d).every((key) => key === "delta" || key === "parts");
+    };
     const handle = (message) => {
-      const event = JSON.parse(message.data);
-      if (event.seq <= last) return;
-      last = event.seq;
+      let event = JSON.parse(message.data);
+      const at = message.lastEventId ? position(message.lastEventId) : [event.seq, 0];
+      if (at[0] < last[0] || (at[0] === last[0] && at[1] <= last[1])) return;
+      if (last[1] && !at[1] && at[0] === last[0] + 1 && isStoredDelta(event)) {
+        // Reopened with ?after=N after k parts: the stored events skip those parts' text, as
+        // the server does on Last-Event-ID (lengths in code points, as the server counts).
+        const sent = last[1];
+        const lengths = event.data.parts || [Array.from(event.data.delta).length];
+        if (sent >= lengths.length) {
+          last = [at[0], sent - lengths.length];
+          return;
+        }
+        const cut = lengths.slice(0, sent).reduce((a, b) => a + b, 0);
+        event = { ...event, data: { delta: Array.from(event.data.delta).slice(cut).join(""), after_part: sent } };
+      }
+      last = at;
       onEvent(event);
     };
     function open() {
-      const after = last ? `?after=${last}` : "";
+      const after = last[0] ? `?after=${last[0]}` : "";
       source = new EventSource(`/v1/runs/${encodeURIComponent(runId)}/events${after}`);
       for (const type of TYPES) source.addEventListener(type, handle);
       source.onerror = async () => {
@@ -49,7 +74,7 @@ const Timeline = (() => {
     }
     open();
     window.addEventListener("pressloop:decided", decided);
-    return { stop, get last() { return last; } };
+    return { stop, get last() { return last[0]; } };
   }
 
   function summary(event) {
