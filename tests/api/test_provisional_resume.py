@@ -25,6 +25,7 @@ import pytest
 
 from pressloop.store.schema import metadata
 from tests.api.conftest import Api, ApiFactory, Frame, events_only, folded, read_frames
+from tests.support.locks import sqlite_write_lock
 from tests.support.processes import LEASE
 from tests.support.serve import Serve, serve_env
 
@@ -109,13 +110,8 @@ async def database_writes_held(database_url: str) -> AsyncIterator[None]:
     """Hold the database's write lock (SQLite) or the event table's (PostgreSQL) from this
     process: another process's commit waits for it; reads go on."""
     if database_url.startswith("sqlite"):
-        lock = sqlite3.connect(database_url.split(":///", 1)[1], isolation_level=None, timeout=30)
-        lock.execute("BEGIN IMMEDIATE")
-        try:
+        with sqlite_write_lock(database_url):
             yield
-        finally:
-            lock.execute("ROLLBACK")
-            lock.close()
         return
     conn = await asyncpg.connect(database_url.replace("+asyncpg", ""), timeout=10)
     try:

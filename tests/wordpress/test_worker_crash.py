@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -33,6 +32,7 @@ from pressloop.providers.scripted import ScriptedProvider
 from pressloop.runtime.service import Service
 from pressloop.store.schema import action_ledger
 from tests.support.holding_proxy import HoldingProxy
+from tests.support.locks import sqlite_write_lock
 from tests.support.processes import Workers, wait_for
 
 
@@ -55,13 +55,8 @@ async def writes_blocked(database_url: str, run_id: str) -> AsyncIterator[None]:
     """Hold the lock every write of the run needs: SQLite's write lock, or the run's row on
     PostgreSQL (each of the runner's writes first fences on that row)."""
     if database_url.startswith("sqlite"):
-        lock = sqlite3.connect(database_url.split("///", 1)[1], isolation_level=None, timeout=30)
-        lock.execute("BEGIN IMMEDIATE")
-        try:
+        with sqlite_write_lock(database_url):
             yield
-        finally:
-            lock.execute("ROLLBACK")
-            lock.close()
         return
     conn = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))
     transaction = conn.transaction()
