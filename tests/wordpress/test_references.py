@@ -57,6 +57,20 @@ async def test_a_post_is_found_by_its_title_also_as_a_draft(wp: Harness) -> None
     assert (await wp.read("/wp/v2/posts/1"))["title"]["raw"] == "Hello world!"  # untouched
 
 
+async def test_the_latest_post_is_the_newest_published_one_unless_a_draft_is_named(
+    wp: Harness,
+) -> None:
+    older = await _post(wp, "March news", status="publish")  # newer than "Hello world!"
+    draft = await _post(wp, "April news")  # a draft: newer still, not published
+    assert (await wp.ok("get_post", post="the latest post"))["id"] == older
+    assert (await wp.ok("get_post", post="my newest draft"))["id"] == draft
+    # A post actually titled so is what the words name.
+    titled = await _post(wp, "Latest")
+    assert (await wp.ok("get_post", post="latest"))["id"] == titled
+    # More per page than the action lists is read as its most, not refused.
+    assert len((await wp.ok("list_posts", per_page=100))["posts"]) >= 3
+
+
 async def test_a_page_is_found_by_its_title_when_no_type_is_given(wp: Harness) -> None:
     trashed = await wp.ok("trash_post", OPEN, post="Sample Page")
     assert (trashed["id"], trashed["type"]) == (2, "page")

@@ -88,6 +88,12 @@ async def find_post(
             raise
     text = str(ref)
     found = await _titles(client, text, kind, either=either, trash=trash)
+    if not found and (newest := _NEWEST.match(norm(text))):
+        # "the latest post", "my newest draft": what people call it. Published unless a draft
+        # is named; a post or page actually titled so was looked for first.
+        status = "draft" if newest.group("draft") else "publish"
+        query = {"status": status, "per_page": 1, "orderby": "date", "order": "desc"}
+        found = await client.get(ROUTES[kind], query)
     if not found:
         kinds = "post or page" if either else kind
         where = "in any status, trash included" if trash else "in any status but the trash"
@@ -95,6 +101,12 @@ async def find_post(
             f"no {kinds} titled {text!r} ({where}); list_posts with search finds posts"
         )
     return _one(found, text)
+
+
+_NEWEST = re.compile(
+    r"^(?:the |my )?(?:latest|newest|last|most recent)(?: (?:published|(?P<draft>draft)))?"
+    r"(?: (?:post|page|one))?$"
+)
 
 
 async def _titles(
@@ -285,7 +297,8 @@ async def find_term(client: WordPressClient, taxonomy: str, ref: int | str) -> d
     raise ActionError(
         f"no {taxonomy} named {text!r}"
         + (f"; close ones: {close}" if close else "")
-        + f". {_LISTS[taxonomy]} lists them; {create} makes a new one"
+        + f". {_LISTS[taxonomy]} lists them; {create} makes a new one, only when the person "
+        f"asked for a new {taxonomy}: otherwise leave it out"
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field
 
 from pressloop.actions.wordpress.refs import Pinned, Ref, RefText
 from pressloop.contracts import DICTATED
@@ -47,7 +47,10 @@ class ListPostsParams(_Params):
         max_length=20,
         description="Only posts in these categories (ids or names).",
     )
-    per_page: int = Field(default=10, ge=1, le=50, description="How many per page (at most 50).")
+    # More than 50 is read as 50 (a small model asked for 100), not refused.
+    per_page: Annotated[int, AfterValidator(lambda n: min(n, 50))] = Field(
+        default=10, ge=1, description="How many per page (at most 50)."
+    )
     page: int = Field(default=1, ge=1, description="Which page of results, from 1.")
 
 
