@@ -92,7 +92,12 @@ async def find_post(
         # "the latest post", "my newest draft": what people call it. Published unless a draft
         # is named; a post or page actually titled so was looked for first.
         status = "draft" if newest.group("draft") else "publish"
-        query = {"status": status, "per_page": 1, "orderby": "date", "order": "desc"}
+        query: dict[str, Any] = {
+            "status": status,
+            "per_page": 1,
+            "orderby": "date",
+            "order": "desc",
+        }
         found = await client.get(ROUTES[kind], query)
     if not found:
         kinds = "post or page" if either else kind
