@@ -276,7 +276,7 @@ class Committer:
     async def _transaction(self, batch: list[Pending]) -> tuple[dict[str, bool], dict[int, Any]]:
         now = self.now()
         results: dict[int, Any] = {}  # id(future) -> the operation's value
-        async with self.database.write() as conn:
+        async with self.database.write(first=True) as conn:
             held = await run_writes.fence_many(
                 conn, [p.write for p in batch], now=now, ttl_s=self.lease_ttl_s
             )
