@@ -155,7 +155,10 @@ def resolved_format(setting: LogFormat, stream: IO[str]) -> Literal["text", "jso
 
 HANDLER_NAME = "pressloop"
 # Libraries whose INFO lines say nothing an operator needs (each migration step at start).
-QUIET_LOGGERS = ("alembic",)
+# Loggers that say too much at INFO: httpx (and the openai SDK's copy, httpx2) logs a line for
+# every request, each model call and WordPress request (808 lines in a 200-stream benchmark run,
+# 0.6% of its CPU); a failed request is reported by Pressloop with its cause.
+QUIET_LOGGERS = ("alembic", "httpx", "httpx2", "httpcore")
 
 # uvicorn's loggers, which `pressloop serve` sends through the same handler.
 UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")

@@ -109,3 +109,19 @@ def test_text_on_a_terminal_unless_told(tmp_path: Path) -> None:
     assert configure_logging(settings(tmp_path), io.StringIO()) == "json"  # not a terminal
     assert configure_logging(settings(tmp_path, log_format="text"), io.StringIO()) == "text"
     assert len([h for h in logging.getLogger().handlers if h.get_name() == HANDLER_NAME]) == 1
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_a_line_per_http_request_is_not_logged_but_a_warning_is(tmp_path: Path) -> None:
+    stream = io.StringIO()
+    configure_logging(settings(tmp_path), stream)
+    for name in ("httpx", "httpx2"):
+        logging.getLogger(name).info('HTTP Request: POST http://model/v1 "HTTP/1.1 200 OK"')
+        logging.getLogger(name).warning("the connection was reset")
+    logging.getLogger("pressloop.test").info("a run started")
+    messages = [(r["logger"], r["message"]) for r in records(stream)]
+    assert messages == [
+        ("httpx", "the connection was reset"),
+        ("httpx2", "the connection was reset"),
+        ("pressloop.test", "a run started"),
+    ]
