@@ -24,7 +24,7 @@ from pressloop.contracts import (
     StepStatus,
     TurnStatus,
 )
-from pressloop.engine.grounded import account, wrote_everything
+from pressloop.engine.grounded import account, left_undone, wrote_everything
 from pressloop.engine.parked import parked_answer
 from pressloop.engine.state import CallModel, Finish, LoopStep, RunActions, TurnState
 from pressloop.engine.taint import untrusted_sources
@@ -168,14 +168,21 @@ async def run_actions(state: TurnState, _step: RunActions) -> LoopStep:
     # After a failure the model decides again, even once a later round succeeded: what it did
     # then may be a detour (a category made for a post it has not created yet).
     clean = all(s.status is StepStatus.SUCCEEDED for s in state.checkpoint.steps)
-    if state.deps.answer_from_results and clean and wrote_everything(round_steps):
-        return await _account(state, round_steps)
+    steps = state.checkpoint.steps
+    if (
+        state.deps.answer_from_results
+        and clean
+        and wrote_everything(round_steps)
+        and not left_undone(state.request.message, steps)
+    ):
+        return await _account(state, steps)
     return CallModel()
 
 
 async def _account(state: TurnState, steps: list[Step]) -> Finish:
-    """Every action of the round changed the site as asked: the answer is Pressloop's account
-    of the steps (`grounded.py`), not another model call."""
+    """Every action of the round changed the site as asked, and the turn did what the request
+    names: the answer is Pressloop's account of the turn's writes (`grounded.py`), not another
+    model call."""
     answer = account(steps)
     state.checkpoint.assistant_text = answer
     await state.deps.emit(EventType.MESSAGE, {"text": answer, "final": True, "by": "pressloop"})

@@ -7,7 +7,9 @@ Two rules, both about the final answer of a turn:
   Pressloop's own account of those steps instead of another model call. A 1.5B model on 2 cores
   spends 6-12 s writing "Done!" after the results, and sometimes writes it after a failure; the
   step summaries say what happened, exactly. A round that read something still goes back to the
-  model: the person asked a question, or the model needs what it read to act.
+  model: the person asked a question, or the model needs what it read to act. So does a round
+  that left part of the request undone (`left_undone`: "rename it and publish it", renamed
+  only): the model sees the results and does the rest.
 - Checking claims (every provider): a final answer that claims a change ("published", "I have
   approved ...") while the turn changed nothing and an action that would have failed, gets
   Pressloop's note of what failed. The model's words stay; the person is not misled by them.
@@ -15,6 +17,7 @@ Two rules, both about the final answer of a turn:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 
@@ -34,6 +37,16 @@ _ADMITS = re.compile(
     re.IGNORECASE,
 )
 _WRITES = frozenset({Risk.WRITE, Risk.DESTRUCTIVE})
+# Changes a request names, and the mark a step that made one leaves in its action's name, its
+# params or its result summary. Only verbs whose mark cannot be missed are listed; any other
+# request is taken as done by the writes that succeeded.
+_ASKED: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
+    ("publish", re.compile(r"\bpublish(es|ed|ing)?\b|\bgo live\b"), re.compile(r"(?<!un)publish")),
+    ("rename", re.compile(r"\b(re-?name|re-?title)[sd]?\b"), re.compile(r"title|renam|\bname\b")),
+    ("approve", re.compile(r"\bapprove[sd]?\b"), re.compile(r"approv")),
+    ("reply", re.compile(r"\b(reply|replies|respond)\b"), re.compile(r"repl")),
+    ("trash", re.compile(r"\b(trash|delete|remove)\b"), re.compile(r"trash|delet|remov")),
+)
 
 
 def wrote_everything(steps: Sequence[Step]) -> bool:
@@ -43,9 +56,25 @@ def wrote_everything(steps: Sequence[Step]) -> bool:
     )
 
 
+def left_undone(request: str | None, steps: Sequence[Step]) -> list[str]:
+    """The changes `request` (the person's words) names that no succeeded write of `steps`
+    shows: "Rename the draft X to Y and publish it" after a rename alone gives ["publish"]."""
+    if not request:
+        return []
+    asked = request.casefold()
+    marks = " ".join(
+        f"{s.action} {s.result_summary} {json.dumps(s.params, ensure_ascii=False)}".casefold()
+        for s in steps
+        if s.status is StepStatus.SUCCEEDED and s.risk in _WRITES
+    )
+    return [verb for verb, named, mark in _ASKED if named.search(asked) and not mark.search(marks)]
+
+
 def account(steps: Sequence[Step]) -> str:
-    """Pressloop's answer for a round of successful writes: what each step did."""
-    lines = [_sentence(s.result_summary or f"{s.action} succeeded") for s in steps]
+    """Pressloop's answer for a turn of successful writes: what each write step did."""
+    lines = [
+        _sentence(s.result_summary or f"{s.action} succeeded") for s in steps if s.risk in _WRITES
+    ]
     if len(lines) == 1:
         return f"Done: {lines[0]}"
     return "Done:\n" + "\n".join(f"- {line}" for line in lines)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pressloop.contracts import EventType, StepStatus, TurnStatus
+from pressloop.contracts import EventType, Risk, Step, StepStatus, TurnStatus
+from pressloop.engine.grounded import left_undone
 from tests.engine.test_loop import call, turn
 
 
@@ -93,3 +94,46 @@ async def test_after_a_failure_the_model_decides_again_even_when_a_later_round_s
     assert notebook.notes == ["category", "post"]
     assert result.usage.model_calls == 4 and provider.remaining == 0
     assert result.assistant_text == "Made the category, then the post."
+
+
+async def test_a_round_that_left_a_named_change_undone_goes_back_to_the_model() -> None:
+    result, provider, _, notebook = await turn(
+        [
+            {"tool_calls": [call("note", text="Ten bread myths")]},
+            {"tool_calls": [call("note", text="publish it")]},
+            {"text": "never asked for"},
+        ],
+        message="Note 'Ten bread myths' and publish it.",
+        answer_from_results=True,
+    )
+    assert notebook.notes == ["Ten bread myths", "publish it"]
+    assert result.usage.model_calls == 2 and provider.remaining == 1
+    # The account covers the turn's writes, not only the last round's.
+    assert result.assistant_text == "Done:\n- Noted Ten bread myths.\n- Noted publish it."
+
+
+def test_left_undone_reads_the_marks_of_succeeded_writes_only() -> None:
+    def step(action: str, summary: str, done: bool = True, **params: Any) -> Step:
+        return Step(
+            index=0,
+            action=action,
+            params=params,
+            risk=Risk.WRITE,
+            status=StepStatus.SUCCEEDED if done else StepStatus.FAILED,
+            result_summary=summary,
+        )
+
+    renamed = step("update_post", "updated title of post #4 'Ten bread myths'", title="Ten")
+    ask = "Rename the draft 'Untitled idea' to 'Ten bread myths' and publish it."
+    assert left_undone(ask, [renamed]) == ["publish"]
+    both = step("update_post", "updated status, title of post #4", title="Ten", status="publish")
+    assert left_undone(ask, [both]) == []
+    assert left_undone(ask, [renamed, step("publish_post", "published post #4")]) == []
+    failed = step("publish_post", "", done=False)
+    assert left_undone(ask, [renamed, failed]) == ["publish"]
+    # "unpublish" is not a publish, and a request that names no listed change asks for nothing.
+    assert left_undone("Publish it", [step("unpublish_post", "took post #4 offline")]) == [
+        "publish"
+    ]
+    assert left_undone("Unpublish the post Menu", [step("unpublish_post", "took it offline")]) == []
+    assert left_undone(None, []) == []

@@ -38,6 +38,7 @@ async def turn(
     protocol: DecisionProtocol | None = None,
     notebook: Notebook | None = None,
     checkpoint: Checkpoint | None = None,
+    message: str = "hello",
     **deps: Any,
 ) -> tuple[Any, ScriptedProvider, Recorder, Notebook]:
     provider = ScriptedProvider(script)
@@ -48,7 +49,7 @@ async def turn(
             thread_id="thr_1",
             run_id="run_1",
             trigger=Trigger.CHAT,
-            message="hello",
+            message=message,
             policy=policy or Policy(),
             checkpoint=checkpoint,
         ),

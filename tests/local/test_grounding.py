@@ -15,7 +15,9 @@ from pressloop.providers.local.grounding import (
     drop_unsaid,
     ground_references,
     is_reference,
+    quoted_phrases,
     seen_ids,
+    whole_quotes,
 )
 from pressloop.providers.local.schema import (
     ACTING_REPLY_CAP,
@@ -158,3 +160,47 @@ def test_a_value_that_only_names_a_field_is_dropped() -> None:
     said = "Set the tagline to Fresh bread every morning."
     params = json.loads(drop_unsaid(text, full, said))["actions"][0]["params"]
     assert params == {"description": "Fresh bread every morning."}
+
+
+def _acting(action: str, **params: object) -> str:
+    return json.dumps(
+        {"thought": "t", "actions": [{"action": action, "params": params}], "reply": "r"}
+    )
+
+
+def test_a_category_description_nobody_gave_is_dropped() -> None:
+    text = _acting("create_category", name="News", description="News about the site.")
+    said = "Create a category called News, write a post titled 'New oven arrived'."
+    params = json.loads(drop_unsaid(text, SCHEMA, said))["actions"][0]["params"]
+    assert params == {"name": "News"}
+
+
+def test_quoted_phrases_skip_apostrophes_inside_words() -> None:
+    said = (
+        "Post 'We are hiring' now: we're looking for a baker's assistant, “apply” in \"the shop\"."
+    )
+    assert quoted_phrases(said) == ["We are hiring", "apply", "the shop"]
+
+
+def test_a_title_cut_short_of_the_quoted_phrase_is_given_whole() -> None:
+    said = "Write a post titled 'New oven arrived' in the News category saying our oven is in."
+    text = _acting("create_post", title="New oven", content="Our new stone oven is in.")
+    params = json.loads(whole_quotes(text, said))["actions"][0]["params"]
+    assert params == {"title": "New oven arrived", "content": "Our new stone oven is in."}
+
+
+def test_values_that_are_whole_phrases_or_not_their_start_are_left_alone() -> None:
+    said = "Rename 'Summer menu draft' to 'Summer menu' and publish it."
+    exact = _acting("update_post", post="Summer menu draft", title="Summer menu")
+    assert whole_quotes(exact, said) == exact
+    # A cut in the middle of a word, or a start of two phrases, is not a cut-short phrase.
+    assert whole_quotes(_acting("create_post", title="Summ"), said) == _acting(
+        "create_post", title="Summ"
+    )
+    two = "Compare 'Spring sale now' and 'Spring sale later'."
+    assert whole_quotes(_acting("create_post", title="Spring sale"), two) == _acting(
+        "create_post", title="Spring sale"
+    )
+    assert whole_quotes(_acting("create_post", title="New"), "no quotes here") == _acting(
+        "create_post", title="New"
+    )

@@ -25,7 +25,7 @@ from pressloop.actions.wordpress.common import site
 from pressloop.actions.wordpress.lookup import find_term, term_by_id
 from pressloop.actions.wordpress.markers import marked, marker_headers
 from pressloop.actions.wordpress.refs import Pinned, Ref
-from pressloop.contracts import ActionContext, Risk
+from pressloop.contracts import DICTATED, ActionContext, Risk
 from pressloop.errors import ActionError
 
 Taxonomy = Literal["category", "tag"]
@@ -45,15 +45,23 @@ class ListTermsParams(_Params):
 
 class CreateCategoryParams(_Params):
     name: str = Field(min_length=1, max_length=200, description="The category's name.")
-    description: str = Field(default="", max_length=2000, description="Optional description.")
+    description: str = Field(
+        default="", max_length=2000, description="Optional description.", json_schema_extra=DICTATED
+    )
     parent: int | None = Field(default=None, ge=0, description="Parent category id, if any.")
-    slug: str | None = Field(default=None, max_length=200, description="URL slug (optional).")
+    slug: str | None = Field(
+        default=None, max_length=200, description="URL slug (optional).", json_schema_extra=DICTATED
+    )
 
 
 class CreateTagParams(_Params):
     name: str = Field(min_length=1, max_length=200, description="The tag's name.")
-    description: str = Field(default="", max_length=2000, description="Optional description.")
-    slug: str | None = Field(default=None, max_length=200, description="URL slug (optional).")
+    description: str = Field(
+        default="", max_length=2000, description="Optional description.", json_schema_extra=DICTATED
+    )
+    slug: str | None = Field(
+        default=None, max_length=200, description="URL slug (optional).", json_schema_extra=DICTATED
+    )
 
 
 class DeleteCategoryParams(Pinned):

@@ -56,6 +56,21 @@ _NO_ACTION_EXAMPLES = (
         'check the weather; I look after this WordPress site.", "confidence": 0.9}',
     ),
 )
+# Requests no action does: said so at once, with no action tried first. Without them the model
+# "installed" a plugin by activating one that is not there, and looked for an email action
+# among the users.
+_NOT_OFFERED_EXAMPLES = (
+    (
+        "Install the Jetpack plugin",
+        '{"thought": "No action installs plugins.", "actions": [], "reply": "I cannot install '
+        'plugins from here: add it in wp-admin under Plugins > Add New.", "confidence": 0.9}',
+    ),
+    (
+        "Email our customers about the summer sale",
+        '{"thought": "No action sends email.", "actions": [], "reply": "I cannot send email from '
+        'here; no action does that.", "confidence": 0.9}',
+    ),
+)
 
 
 def _acting(thought: str, action: str, params: str, reply: str) -> str:
@@ -68,6 +83,31 @@ def _acting(thought: str, action: str, params: str, reply: str) -> str:
 # (the action the example needs, the request, the decision, then optionally the results that
 # came back and the decision after them)
 _ACTION_EXAMPLES: tuple[tuple[str, str, str, str, str], ...] = (
+    (
+        "create_post",
+        "Post 'Closed Monday' on the blog now: we are closed on Monday for the holiday.",
+        _acting(
+            "A new post, published at once; no category was named.",
+            "create_post",
+            '{"title": "Closed Monday", "content": "We are closed on Monday for the holiday.", '
+            '"status": "publish"}',
+            "Posting it.",
+        ),
+        "",
+        "",
+    ),
+    (
+        "update_post",
+        "Rename the draft 'Menu' to 'Spring menu' and publish it",
+        _acting(
+            "Both changes in one update of the draft Menu.",
+            "update_post",
+            '{"post": "Menu", "title": "Spring menu", "status": "publish"}',
+            "Renaming and publishing it.",
+        ),
+        "",
+        "",
+    ),
     (
         "publish_post",
         'Publish the draft called "Menu"',
@@ -208,6 +248,7 @@ def example_turns(system: str) -> list[dict[str, str]]:
             pairs.append((request, answer))
             if results:
                 pairs.append((results, done))
+    pairs.extend(_NOT_OFFERED_EXAMPLES)
     pairs.append(_NO_ACTION_EXAMPLES[1])
     turns: list[dict[str, str]] = []
     for request_text, answer_text in pairs:

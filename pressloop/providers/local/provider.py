@@ -26,7 +26,12 @@ from pressloop.providers.base import (
     TextDelta,
 )
 from pressloop.providers.local.generation import Generation
-from pressloop.providers.local.grounding import drop_unsaid, ground_references, seen_ids
+from pressloop.providers.local.grounding import (
+    drop_unsaid,
+    ground_references,
+    seen_ids,
+    whole_quotes,
+)
 from pressloop.providers.local.model_process import ModelProcess
 from pressloop.providers.local.schema import (
     action_names,
@@ -115,7 +120,9 @@ class LocalProvider:
                 text = fallback_answer(problem)
             else:
                 # The schema with its descriptions: a field's label is no value for it.
-                text = drop_unsaid(text, request.response_schema or schema, _said(request))
+                said = _said(request)
+                text = drop_unsaid(text, request.response_schema or schema, said)
+                text = whole_quotes(text, said)
         return ModelResponse(
             text=text,
             usage=Usage(
