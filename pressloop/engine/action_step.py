@@ -169,14 +169,28 @@ async def run_actions(state: TurnState, _step: RunActions) -> LoopStep:
     # then may be a detour (a category made for a post it has not created yet).
     clean = all(s.status is StepStatus.SUCCEEDED for s in state.checkpoint.steps)
     steps = state.checkpoint.steps
-    if (
-        state.deps.answer_from_results
-        and clean
-        and wrote_everything(round_steps)
-        and not left_undone(state.request.message, steps)
-    ):
-        return await _account(state, steps)
+    if state.deps.answer_from_results and clean and wrote_everything(round_steps):
+        undone = left_undone(state.request.message, steps)
+        if not undone:
+            return await _account(state, steps)
+        _remind(state, undone)
     return CallModel()
+
+
+def _remind(state: TurnState, undone: list[str]) -> None:
+    """Tell the model, with the round's last result, what the request names that no step has
+    done yet: asked to "create a post ... and publish it", a small model that had created it
+    answered "created" and stopped."""
+    messages = state.checkpoint.messages
+    for position in range(len(messages) - 1, -1, -1):
+        message = messages[position]
+        if message.role is Role.TOOL:
+            note = (
+                f"\nNOT DONE YET: the request also asks to {' and '.join(undone)}; "
+                "no action has done that."
+            )
+            messages[position] = message.model_copy(update={"content": message.content + note})
+            return
 
 
 async def _account(state: TurnState, steps: list[Step]) -> Finish:

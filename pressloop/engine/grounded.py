@@ -10,6 +10,9 @@ Two rules, both about the final answer of a turn:
   model: the person asked a question, or the model needs what it read to act. So does a round
   that left part of the request undone (`left_undone`: "rename it and publish it", renamed
   only): the model sees the results and does the rest.
+- Naming what was read (`answer_from_results` too): an answer to a question that names none
+  of the things the turn's reads listed ("Two media items in the library.", plugins by their
+  folders) gets them named after it, from the results.
 - Checking claims (every provider): a final answer that claims a change ("published", "I have
   approved ...") while the turn changed nothing and an action that would have failed, gets
   Pressloop's note of what failed. The model's words stay; the person is not misled by them.
@@ -21,7 +24,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from pressloop.contracts import Risk, Step, StepStatus
+from pressloop.contracts import Message, Risk, Role, Step, StepStatus
 
 # Words of a reply that says a change happened.
 _CLAIM = re.compile(
@@ -95,6 +98,59 @@ def unbacked_claim(reply: str, steps: Sequence[Step]) -> str | None:
         f"{s.action} {s.status.value}: {(s.error or s.result_summary)[:200]}" for s in failed
     )
     return f"Pressloop: nothing was changed on the site in this turn ({reasons})."
+
+
+# A listing longer than this is not repeated after an answer: the answer picked from it.
+MAX_NAMED = 20
+
+
+def unnamed_listing(reply: str, steps: Sequence[Step], messages: Sequence[Message]) -> str | None:
+    """Pressloop's line naming what the turn's reads listed, for an answer that names none of
+    it; None when the turn changed something, read no listing, or the answer names an item."""
+    if not steps or any(s.status is not StepStatus.SUCCEEDED or s.risk in _WRITES for s in steps):
+        return None
+    read = {s.call_id for s in steps}
+    names: dict[str, None] = {}
+    for message in messages:
+        if message.role is Role.TOOL and message.tool_call_id in read:
+            for name in _listed_names(message.content):
+                names.setdefault(name, None)
+    if not names or len(names) > MAX_NAMED:
+        return None
+    said = reply.casefold()
+    if any(name.casefold() in said for name in names):
+        return None
+    return "From the results: " + ", ".join(names) + "."
+
+
+def _listed_names(content: str) -> list[str]:
+    """The names (or titles) of the objects in the lists of a JSON result."""
+    start = min((i for i in (content.find("{"), content.find("[")) if i >= 0), default=-1)
+    if start < 0:
+        return []
+    try:
+        value = json.loads(content[start:])
+    except ValueError:
+        return []
+    found: list[str] = []
+
+    def walk(node: object, depth: int) -> None:
+        if depth > 3:
+            return
+        if isinstance(node, dict):
+            for child in node.values():
+                walk(child, depth + 1)
+        elif isinstance(node, list):
+            for item in node:
+                if isinstance(item, dict):
+                    name = item.get("name") or item.get("title")
+                    if isinstance(name, str) and name.strip():
+                        found.append(" ".join(name.split()))
+                        continue
+                walk(item, depth + 1)
+
+    walk(value, 0)
+    return found
 
 
 def _sentence(text: str) -> str:

@@ -27,7 +27,7 @@ from pressloop.contracts import (
 )
 from pressloop.engine.decision_format import correction
 from pressloop.engine.decision_parser import decision_schema, parse_json_decision
-from pressloop.engine.grounded import unbacked_claim
+from pressloop.engine.grounded import unbacked_claim, unnamed_listing
 from pressloop.engine.prompt import render_for_json_protocol, system_prompt
 from pressloop.engine.state import CallModel, Finish, LoopStep, RunActions, TurnState
 from pressloop.engine.taint import model_history
@@ -140,7 +140,7 @@ async def call_model(state: TurnState, _step: CallModel) -> LoopStep:
     decided = await _decide(state, [])
     if isinstance(decided, Finish):
         return decided
-    plan = await _keep(state, _checked(decided, cp.steps))
+    plan = await _keep(state, _checked(decided, cp.steps, state))
     if cp.usage.total_tokens > policy.max_tokens:
         error = LimitExceeded(
             f"the turn used {cp.usage.total_tokens} tokens, over its limit of {policy.max_tokens}"
@@ -151,12 +151,15 @@ async def call_model(state: TurnState, _step: CallModel) -> LoopStep:
     return RunActions()
 
 
-def _checked(plan: Plan, steps: list[Step]) -> Plan:
+def _checked(plan: Plan, steps: list[Step], state: TurnState) -> Plan:
     """A final reply that claims a change the turn's steps do not show gets Pressloop's note of
-    what failed (`grounded.py`); the transcript keeps the model's own words."""
+    what failed; with answers from results, one that names none of what the turn's reads listed
+    gets the list (`grounded.py`). The transcript keeps the model's own words."""
     if plan.calls:
         return plan
     note = unbacked_claim(plan.reply, steps)
+    if note is None and state.deps.answer_from_results:
+        note = unnamed_listing(plan.reply, steps, state.checkpoint.messages)
     if note is None:
         return plan
     return Plan(

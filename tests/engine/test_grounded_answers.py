@@ -8,9 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from pressloop.contracts import EventType, Risk, Step, StepStatus, TurnStatus
+from pressloop.actions.registry import ActionResult, ActionServices, ActionSpec
+from pressloop.contracts import (
+    ActionContext,
+    EventType,
+    Risk,
+    Step,
+    StepStatus,
+    TurnStatus,
+)
 from pressloop.engine.grounded import left_undone
 from tests.engine.test_loop import call, turn
+from tests.support.actions import Notebook, NoteParams, action
 
 
 def finals(recorder: Any) -> list[dict[str, Any]]:
@@ -137,3 +146,58 @@ def test_left_undone_reads_the_marks_of_succeeded_writes_only() -> None:
     ]
     assert left_undone("Unpublish the post Menu", [step("unpublish_post", "took it offline")]) == []
     assert left_undone(None, []) == []
+
+
+async def test_a_round_that_left_a_change_undone_tells_the_model_what_is_left() -> None:
+    result, provider, _, _ = await turn(
+        [
+            {"tool_calls": [call("note", text="New oven arrived")]},
+            {"text": "Noted it."},
+        ],
+        message="Note 'New oven arrived' and publish it.",
+        answer_from_results=True,
+    )
+    assert result.usage.model_calls == 2 and provider.remaining == 0
+    seen = provider.requests[-1].messages[-1].content
+    assert seen.endswith(
+        "NOT DONE YET: the request also asks to publish; no action has done that."
+    ), seen
+
+
+class Listing(Notebook):
+    """The notebook and a read that lists what it is given (a listing from the site)."""
+
+    async def list_things(
+        self, params: NoteParams, _c: ActionContext, _s: ActionServices
+    ) -> ActionResult:
+        return ActionResult(content=params.text, summary="listed", untrusted=True)
+
+    def specs(self) -> list[ActionSpec]:
+        listing = action("list_things", self.list_things, risk=Risk.READ, description="Lists.")
+        return [*super().specs(), listing]
+
+
+async def test_an_answer_naming_nothing_the_reads_listed_gets_the_list() -> None:
+    listing = '{"media": [{"title": "Storefront photo"}, {"title": "Bakery logo"}]}'
+    result, _, _, _ = await turn(
+        [
+            {"tool_calls": [call("list_things", text=listing)]},
+            {"text": "Two media items in the library."},
+        ],
+        notebook=Listing(),
+        answer_from_results=True,
+    )
+    assert result.assistant_text == (
+        "Two media items in the library.\n\nFrom the results: Storefront photo, Bakery logo."
+    )
+
+
+async def test_an_answer_that_names_a_listed_item_is_left_as_it_is() -> None:
+    listing = '[{"name": "Opening Hours"}, {"name": "Akismet"}]'
+    for setting, script_reply in ((True, "Opening Hours is active."), (False, "Two plugins.")):
+        result, _, _, _ = await turn(
+            [{"tool_calls": [call("list_things", text=listing)]}, {"text": script_reply}],
+            notebook=Listing(),
+            answer_from_results=setting,
+        )
+        assert result.assistant_text == script_reply

@@ -159,7 +159,7 @@ def test_a_value_that_only_names_a_field_is_dropped() -> None:
     )
     said = "Set the tagline to Fresh bread every morning."
     params = json.loads(drop_unsaid(text, full, said))["actions"][0]["params"]
-    assert params == {"description": "Fresh bread every morning."}
+    assert params == {"description": "Fresh bread every morning"}  # the sentence's full stop
 
 
 def _acting(action: str, **params: object) -> str:
@@ -204,3 +204,12 @@ def test_values_that_are_whole_phrases_or_not_their_start_are_left_alone() -> No
     assert whole_quotes(_acting("create_post", title="New"), "no quotes here") == _acting(
         "create_post", title="New"
     )
+
+
+def test_the_full_stop_that_ends_the_persons_sentence_is_not_part_of_a_value() -> None:
+    text = _acting("update_settings", description="Fresh bread every morning.")
+    said = "Set the tagline to Fresh bread every morning."
+    params = json.loads(drop_unsaid(text, SCHEMA, said))["actions"][0]["params"]
+    assert params == {"description": "Fresh bread every morning"}
+    quoted = "Set the tagline to 'Fresh bread every morning.'"
+    assert drop_unsaid(text, SCHEMA, quoted) == text

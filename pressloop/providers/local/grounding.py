@@ -123,6 +123,7 @@ def drop_unsaid(text: str, schema: dict[str, Any], said: str) -> str:
             if not (whole or field.get(DICTATED_KEY)) or is_reference(field):
                 continue
             kept = None if _plain(str(value)) in labels else _said_only(value, heard)
+            kept = _without_full_stop(kept, said)
             if kept != value:
                 dropped = True
                 if kept is None:
@@ -130,6 +131,18 @@ def drop_unsaid(text: str, schema: dict[str, Any], said: str) -> str:
                 else:
                     item["params"][key] = kept
     return json.dumps(decision, ensure_ascii=False) if dropped else text
+
+
+def _without_full_stop(value: Any, said: str) -> Any:
+    """A value the person ended their sentence with, without that sentence's full stop: "Set
+    the tagline to Fresh bread every morning." asks for "Fresh bread every morning". A full stop
+    inside quotes ('... morning.') is the person's and stays."""
+    if not isinstance(value, str) or not value.endswith(".") or value.endswith(".."):
+        return value
+    at = said.find(value)
+    if at < 0 or said[at + len(value) : at + len(value) + 1] in ("'", '"', "”", "’"):
+        return value
+    return value[:-1].rstrip()
 
 
 def _said_only(value: Any, heard: str) -> Any:
