@@ -181,12 +181,21 @@ def _remind(state: TurnState, undone: list[str]) -> None:
     """Tell the model, with the round's last result, what the request names that no step has
     done yet: asked to "create a post ... and publish it", a small model that had created it
     answered "created" and stopped."""
+    names = [entry.name for entry in state.deps.actions.catalog()]
+    # The action that does it, when one is named so: told only "not done", the model answered
+    # "I cannot publish the post" (the catalog has publish_post).
+    doers = [
+        f"{verb} ({', '.join(n for n in names if n.startswith(verb))} does that)"
+        if any(n.startswith(verb) for n in names)
+        else verb
+        for verb in undone
+    ]
     messages = state.checkpoint.messages
     for position in range(len(messages) - 1, -1, -1):
         message = messages[position]
         if message.role is Role.TOOL:
             note = (
-                f"\nNOT DONE YET: the request also asks to {' and '.join(undone)}; "
+                f"\nNOT DONE YET: the request also asks to {' and '.join(doers)}; "
                 "no action has done that."
             )
             messages[position] = message.model_copy(update={"content": message.content + note})

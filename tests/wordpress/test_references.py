@@ -307,6 +307,27 @@ async def test_list_plugins_includes_the_inactive_ones_and_says_so(admin: Admin)
     assert (await admin.client.get(f"/wp/v2/plugins/{PLUGIN}"))["status"] == "active"
 
 
+async def test_a_plugin_search_for_a_status_or_a_missing_name_still_lists_them_all(
+    admin: Admin,
+) -> None:
+    everything = await admin.ok("list_plugins")
+    # "inactive" names a status, not a plugin: the whole list, each with its status.
+    asked = await admin.ok("list_plugins", search="inactive")
+    assert asked["inactive_plugins"] == everything["inactive_plugins"] != []
+    assert "no_plugin_matches" not in asked
+    # A name nothing matches: said so, and what is installed instead.
+    outcome = await admin.run("list_plugins", search="WooCommerce")
+    assert outcome.summary.startswith("no plugin matches 'WooCommerce'; ")
+    missing = await admin.ok("list_plugins", search="WooCommerce")
+    assert missing["no_plugin_matches"] == "WooCommerce"
+    assert missing["active_plugins"] + missing["inactive_plugins"] == (
+        everything["active_plugins"] + everything["inactive_plugins"]
+    )
+    # A name that matches narrows the list as before.
+    akismet = await admin.ok("list_plugins", search="akismet")
+    assert [p["plugin"] for p in akismet["plugins"]] == ["akismet/akismet"]
+
+
 async def test_a_media_item_is_named_by_its_title_or_file_name(admin: Admin) -> None:
     data = base64.b64encode(_png()).decode()
     logo = await admin.ok("upload_media", filename="logo.png", data_base64=data, title="Logo")

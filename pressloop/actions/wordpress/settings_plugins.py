@@ -71,27 +71,51 @@ async def find_plugin(wp: WordPressClient, wanted: str) -> dict[str, Any]:
     )
 
 
+# Words that ask about a status, not a name: "search": "inactive" is the question "which are
+# inactive?", which the full list (each plugin's status) answers.
+_STATUS_WORDS = frozenset(
+    {"active", "inactive", "installed", "enabled", "disabled", "activated", "deactivated",
+     "switched", "off", "on", "plugin", "plugins", "all", "any"}
+)  # fmt: skip
+
+
 async def list_plugins(
     params: ListPluginsParams, _c: ActionContext, services: ActionServices
 ) -> ActionResult:
     query = params.model_dump(exclude_none=True)
-    plugins = [_plugin(p) for p in await site(services).get("/wp/v2/plugins", query)]
+    if set(str(query.get("search", "")).casefold().split()) <= _STATUS_WORDS:
+        query.pop("search", None)
+    wp = site(services)
+    plugins = [_plugin(p) for p in await wp.get("/wp/v2/plugins", query)]
+    missed = ""
+    if not plugins and query.get("search"):
+        # Nothing by that name: the whole list, so the answer can say what is there instead.
+        missed = query.pop("search")
+        plugins = [_plugin(p) for p in await wp.get("/wp/v2/plugins", query)]
     active = sum(p["status"] in ("active", "network-active") for p in plugins)
     covered = params.status or "active and inactive"
     on = [p["name"] for p in plugins if p["status"] in ("active", "network-active")]
     off = [p["name"] for p in plugins if p["status"] not in ("active", "network-active")]
-    return ActionResult(
-        # The names by status first: a small model reads two short lists more reliably than
-        # a status inside each of several long objects.
-        content={"active_plugins": on, "inactive_plugins": off, "included": covered,
-                 "active": active, "inactive": len(plugins) - active, "plugins": plugins},
-        summary=(
-            f"{len(plugins)} {params.status} plugins"
-            if params.status
-            else f"{len(plugins)} plugins installed ({active} active, {len(plugins) - active} "
-            "inactive)"
-        ),
-    )  # fmt: skip
+    summary = (
+        f"{len(plugins)} {params.status} plugins"
+        if params.status
+        else f"{len(plugins)} plugins installed ({active} active, {len(plugins) - active} inactive)"
+    )
+    content: dict[str, Any] = {}
+    if missed:
+        content["no_plugin_matches"] = missed
+        summary = f"no plugin matches {missed!r}; {summary}"
+    # The names by status first: a small model reads two short lists more reliably than a
+    # status inside each of several long objects.
+    content |= {
+        "active_plugins": on,
+        "inactive_plugins": off,
+        "included": covered,
+        "active": active,
+        "inactive": len(plugins) - active,
+        "plugins": plugins,
+    }
+    return ActionResult(content=content, summary=summary)
 
 
 async def _set_status(wp: WordPressClient, plugin: str, status: str) -> dict[str, Any]:
