@@ -182,10 +182,10 @@ def _remind(state: TurnState, undone: list[str]) -> None:
     done yet: asked to "create a post ... and publish it", a small model that had created it
     answered "created" and stopped."""
     names = [entry.name for entry in state.deps.actions.catalog()]
-    # The action that does it, when one is named so: told only "not done", the model answered
-    # "I cannot publish the post" (the catalog has publish_post).
-    doers = [
-        f"{verb} ({', '.join(n for n in names if n.startswith(verb))} does that)"
+    # Told only "not done", the model answered "I cannot publish the post" (the catalog has
+    # publish_post): the note names the action that does it, as the next step.
+    steps = [
+        f"{verb} with {' or '.join(n for n in names if n.startswith(verb))}"
         if any(n.startswith(verb) for n in names)
         else verb
         for verb in undone
@@ -195,8 +195,8 @@ def _remind(state: TurnState, undone: list[str]) -> None:
         message = messages[position]
         if message.role is Role.TOOL:
             note = (
-                f"\nNOT DONE YET: the request also asks to {' and '.join(doers)}; "
-                "no action has done that."
+                f"\nNEXT: {' and '.join(steps)} (the request asks for it; no action has done "
+                "it yet)."
             )
             messages[position] = message.model_copy(update={"content": message.content + note})
             return

@@ -159,9 +159,9 @@ async def test_a_round_that_left_a_change_undone_tells_the_model_what_is_left() 
     )
     assert result.usage.model_calls == 2 and provider.remaining == 0
     seen = provider.requests[-1].messages[-1].content
-    assert seen.endswith(
-        "NOT DONE YET: the request also asks to publish; no action has done that."
-    ), seen
+    assert seen.endswith("NEXT: publish (the request asks for it; no action has done it yet)."), (
+        seen
+    )
 
 
 class Listing(Notebook):

@@ -17,6 +17,7 @@ from pressloop.providers.local.grounding import (
     is_reference,
     quoted_phrases,
     seen_ids,
+    typed_by_words,
     whole_quotes,
 )
 from pressloop.providers.local.schema import (
@@ -213,3 +214,19 @@ def test_the_full_stop_that_ends_the_persons_sentence_is_not_part_of_a_value() -
     assert params == {"description": "Fresh bread every morning"}
     quoted = "Set the tagline to 'Fresh bread every morning.'"
     assert drop_unsaid(text, SCHEMA, quoted) == text
+
+
+def test_the_type_the_persons_words_name_is_filled_in_when_left_out() -> None:
+    left_out = _acting("create_post", title="Contact us", content="Phone: 555-0134")
+    said = "Add a Contact us page with our phone number, 555-0134."
+    params = json.loads(typed_by_words(left_out, SCHEMA, said))["actions"][0]["params"]
+    assert params["type"] == "page"
+    # A type the model wrote stays; words naming both types, or neither, add nothing.
+    written = _acting("create_post", type="post", title="Contact us")
+    assert typed_by_words(written, SCHEMA, said) == written
+    both = "Add a page that links to the post about bread."
+    assert typed_by_words(left_out, SCHEMA, both) == left_out
+    assert typed_by_words(left_out, SCHEMA, "Write about our new oven.") == left_out
+    # An action without a type field is left alone.
+    category = _acting("create_category", name="Pages")
+    assert typed_by_words(category, SCHEMA, "Add a category for the pages") == category

@@ -67,8 +67,8 @@ _NOT_OFFERED_EXAMPLES = (
     ),
     (
         "Email our customers about the summer sale",
-        '{"thought": "No action sends email.", "actions": [], "reply": "I cannot send email from '
-        'here; no action does that.", "confidence": 0.9}',
+        '{"thought": "Sending email is not offered.", "actions": [], "reply": "I cannot send '
+        'email from here.", "confidence": 0.9}',
     ),
 )
 
@@ -89,8 +89,8 @@ _ACTION_EXAMPLES: tuple[tuple[str, str, str, str, str], ...] = (
         _acting(
             "A new post, published at once; no category was named.",
             "create_post",
-            '{"title": "Closed Monday", "content": "We are closed on Monday for the holiday.", '
-            '"status": "publish"}',
+            '{"type": "post", "title": "Closed Monday", "content": "We are closed on Monday for '
+            'the holiday.", "status": "publish"}',
             "Posting it.",
         ),
         "",

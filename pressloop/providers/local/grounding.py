@@ -215,3 +215,45 @@ def _whole(value: str, phrases: list[str]) -> str | None:
     if len(longer) != 1 or any(phrase.casefold() == cut.casefold() for phrase in phrases):
         return None
     return longer.pop()
+
+
+_TYPE_WORDS = {"post": re.compile(r"\bposts?\b"), "page": re.compile(r"\bpages?\b")}
+
+
+def typed_by_words(text: str, schema: dict[str, Any], said: str) -> str:
+    """The decision `text` with the post type the person's words name, where the model left it
+    out: asked to "add a Contact us page", a 1.5B model called create_post without `"type":
+    "page"` and a post was made. Only when the words name one type ("page" and never "post",
+    or the reverse) and the action takes that type; a type the model wrote is kept."""
+    heard = said.casefold()
+    named = [kind for kind, words in _TYPE_WORDS.items() if words.search(heard)]
+    if len(named) != 1:
+        return text
+    try:
+        decision = json.loads(text, strict=False)
+    except json.JSONDecodeError:
+        return text
+    actions = decision.get("actions") if isinstance(decision, dict) else None
+    if not isinstance(actions, list):
+        return text
+    branches = action_branches(schema)
+    changed = False
+    for item in actions:
+        params = item.get("params") if isinstance(item, dict) else None
+        if not isinstance(params, dict) or "type" in params:
+            continue
+        field = branches.get(str(item.get("action")), {}).get("properties", {}).get("type", {})
+        if named[0] in _choices(field):
+            params["type"] = named[0]
+            changed = True
+    return json.dumps(decision, ensure_ascii=False) if changed else text
+
+
+def _choices(field: Any) -> list[Any]:
+    if not isinstance(field, dict):
+        return []
+    if "enum" in field:
+        return list(field["enum"])
+    if "const" in field:
+        return [field["const"]]
+    return [c for branch in field.get("anyOf", []) for c in _choices(branch)]

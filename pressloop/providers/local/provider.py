@@ -30,6 +30,7 @@ from pressloop.providers.local.grounding import (
     drop_unsaid,
     ground_references,
     seen_ids,
+    typed_by_words,
     whole_quotes,
 )
 from pressloop.providers.local.model_process import ModelProcess
@@ -123,6 +124,7 @@ class LocalProvider:
                 said = _said(request)
                 text = drop_unsaid(text, request.response_schema or schema, said)
                 text = whole_quotes(text, said)
+                text = typed_by_words(text, request.response_schema or schema, said)
         return ModelResponse(
             text=text,
             usage=Usage(
