@@ -120,6 +120,9 @@ def test_a_decision_that_acts_writes_a_short_reply_and_a_short_thought() -> None
     assert acting["properties"]["reply"]["maxLength"] == ACTING_REPLY_CAP
     assert acting["properties"]["thought"]["maxLength"] == THOUGHT_CAP == 60
     assert "$defs" not in acting and "$defs" not in talking  # kept once, at the root
+    # `confidence` is not used by the engine: not written either (7 tokens a decision).
+    for shape in (talking, acting):
+        assert "confidence" not in shape["properties"] and "confidence" not in shape["required"]
 
 
 def test_categories_the_person_did_not_name_are_dropped_from_a_new_post() -> None:

@@ -48,12 +48,12 @@ _NO_ACTION_EXAMPLES = (
     (
         "Tell me something funny",
         '{"thought": "Chat only: nothing to do on the site.", "actions": [], "reply": "Why do '
-        'programmers mix up Halloween and Christmas? Because OCT 31 = DEC 25.", "confidence": 0.9}',
+        'programmers mix up Halloween and Christmas? Because OCT 31 = DEC 25."}',
     ),
     (
         "Will it rain in Berlin tomorrow?",
         '{"thought": "Chat only: nothing to do on the site.", "actions": [], "reply": "I cannot '
-        'check the weather; I look after this WordPress site.", "confidence": 0.9}',
+        'check the weather; I look after this WordPress site."}',
     ),
 )
 # Requests no action does: said so at once, with no action tried first. Without them the model
@@ -63,12 +63,12 @@ _NOT_OFFERED_EXAMPLES = (
     (
         "Install the Jetpack plugin",
         '{"thought": "No action installs plugins.", "actions": [], "reply": "I cannot install '
-        'plugins from here: add it in wp-admin under Plugins > Add New.", "confidence": 0.9}',
+        'plugins from here: add it in wp-admin under Plugins > Add New."}',
     ),
     (
         "Email our customers about the summer sale",
         '{"thought": "Sending email is not offered.", "actions": [], "reply": "I cannot send '
-        'email from here.", "confidence": 0.9}',
+        'email from here."}',
     ),
 )
 
@@ -76,7 +76,7 @@ _NOT_OFFERED_EXAMPLES = (
 def _acting(thought: str, action: str, params: str, reply: str) -> str:
     return (
         f'{{"thought": "{thought}", "actions": [{{"action": "{action}", "params": {params}}}], '
-        f'"reply": "{reply}", "confidence": 0.9}}'
+        f'"reply": "{reply}"}}'
     )
 
 
@@ -119,7 +119,7 @@ _ACTION_EXAMPLES: tuple[tuple[str, str, str, str, str], ...] = (
         ),
         'ACTION_RESULTS:\n- publish_post [r0_0]: {"title": "Menu", "status": "publish"}',
         '{"thought": "Done: the results show it.", "actions": [], "reply": "\\"Menu\\" is '
-        'published.", "confidence": 0.9}',
+        'published."}',
     ),
     (
         "unpublish_post",
@@ -219,7 +219,7 @@ _ACTION_EXAMPLES: tuple[tuple[str, str, str, str, str], ...] = (
         '{"thought": "Approve the two held comments.", "actions": [{"action": '
         '"moderate_comment", "params": {"comment": 7, "action": "approve"}}, {"action": '
         '"moderate_comment", "params": {"comment": 9, "action": "approve"}}], "reply": '
-        '"Approving both.", "confidence": 0.9}',
+        '"Approving both."}',
     ),
     (
         "list_posts",
@@ -233,7 +233,7 @@ _ACTION_EXAMPLES: tuple[tuple[str, str, str, str, str], ...] = (
         'ACTION_RESULTS:\n- list_posts [r0_0]: [{"title": "Menu", "status": "draft"}, '
         '{"title": "Opening hours", "status": "draft"}]',
         '{"thought": "Done: the results answer the request.", "actions": [], "reply": "Two '
-        'drafts: \\"Menu\\" and \\"Opening hours\\".", "confidence": 0.9}',
+        'drafts: \\"Menu\\" and \\"Opening hours\\"."}',
     ),
 )
 

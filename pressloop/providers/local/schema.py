@@ -22,8 +22,11 @@ STRING_CAP = 600
 # enough to steer the action that follows.
 THOUGHT_CAP = 60
 # The reply of a decision that acts: what the person sees while the actions run ("Publishing
-# Menu."). The answer comes after the results (from them, or from the model's next decision).
-ACTING_REPLY_CAP = 48
+# it."). The answer comes after the results (from them, or from the model's next decision).
+ACTING_REPLY_CAP = 32
+# Decision keys the engine does not use, left out of the local grammar: each is generation time
+# (`"confidence": 0.9` is 7 tokens, a second on 2 cores, in every decision).
+UNUSED_KEYS = ("confidence",)
 # Keys that only document a schema: the grammar ignores them, so they are dropped.
 _DOC_KEYS = frozenset({"title", "description", "examples", "default"})
 _SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
@@ -33,9 +36,15 @@ def grammar_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """A copy of `schema` with every object closed and every string capped."""
     tightened = _tighten(schema)
     assert isinstance(tightened, dict)
-    thought = tightened.get("properties", {}).get("thought")
+    properties = tightened.get("properties", {})
+    thought = properties.get("thought")
     if isinstance(thought, dict) and thought.get("type") == "string":
         thought["maxLength"] = min(int(thought.get("maxLength", THOUGHT_CAP)), THOUGHT_CAP)
+    if "actions" in properties:  # the decision itself, not some other schema
+        for key in UNUSED_KEYS:
+            properties.pop(key, None)
+        if isinstance(tightened.get("required"), list):
+            tightened["required"] = [k for k in tightened["required"] if k not in UNUSED_KEYS]
     return _acting_or_talking(tightened)
 
 
