@@ -97,13 +97,10 @@ def drop_unsaid(text: str, schema: dict[str, Any], said: str) -> str:
     value is dropped; what the person named stays (an action left with nothing to change says
     so). References are left alone: the grammar has already grounded them.
     """
-    try:
-        decision = json.loads(text, strict=False)
-    except json.JSONDecodeError:
+    decision = _decision(text)
+    if decision is None:
         return text
-    actions = decision.get("actions") if isinstance(decision, dict) else None
-    if not isinstance(actions, list):
-        return text
+    actions = decision["actions"]
     branches = action_branches(schema)
     heard = _plain(said)
     dropped = False
@@ -145,6 +142,17 @@ def _without_full_stop(value: Any, said: str) -> Any:
     return value[:-1].rstrip()
 
 
+def _decision(text: str) -> dict[str, Any] | None:
+    """The decision as JSON, if it is one with a list of actions (else it is left as it is)."""
+    try:
+        decision = json.loads(text, strict=False)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(decision, dict) or not isinstance(decision.get("actions"), list):
+        return None
+    return decision
+
+
 def _said_only(value: Any, heard: str) -> Any:
     """`value` if the person said it, a list cut to the words they said (ids kept: the grammar
     allows only ids the conversation showed), or None."""
@@ -181,13 +189,10 @@ def whole_quotes(text: str, said: str) -> str:
     phrases = quoted_phrases(said)
     if not phrases:
         return text
-    try:
-        decision = json.loads(text, strict=False)
-    except json.JSONDecodeError:
+    decision = _decision(text)
+    if decision is None:
         return text
-    actions = decision.get("actions") if isinstance(decision, dict) else None
-    if not isinstance(actions, list):
-        return text
+    actions = decision["actions"]
     changed = False
     for item in actions:
         params = item.get("params") if isinstance(item, dict) else None
@@ -229,13 +234,10 @@ def typed_by_words(text: str, schema: dict[str, Any], said: str) -> str:
     named = [kind for kind, words in _TYPE_WORDS.items() if words.search(heard)]
     if len(named) != 1:
         return text
-    try:
-        decision = json.loads(text, strict=False)
-    except json.JSONDecodeError:
+    decision = _decision(text)
+    if decision is None:
         return text
-    actions = decision.get("actions") if isinstance(decision, dict) else None
-    if not isinstance(actions, list):
-        return text
+    actions = decision["actions"]
     branches = action_branches(schema)
     changed = False
     for item in actions:
