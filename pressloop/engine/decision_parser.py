@@ -104,9 +104,10 @@ def decision_schema(actions: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]
             "reply": {"type": "string", "maxLength": REPLY_MAX},
             "confidence": {"type": "number", "minimum": 0, "maximum": 1},
         },
-        # All required and in this order: grammar-based decoders emit them as listed, so the
-        # model thinks before it acts and answers last.
-        "required": ["thought", "actions", "reply", "confidence"],
+        # Required and in this order: grammar-based decoders emit them as listed, so the model
+        # thinks before it acts and answers last. `confidence` may be left out: nothing depends
+        # on it (read as 0.5), and the local model's grammar leaves it out to save its tokens.
+        "required": ["thought", "actions", "reply"],
         "additionalProperties": False,
         **({"$defs": defs} if defs else {}),
     }
