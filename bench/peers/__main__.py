@@ -26,7 +26,7 @@ from typing import Any
 from bench.common import admin_sql, write_section
 from bench.peers import concurrency, document, facts, profiling, report, sequential, streaming
 from bench.peers.procs import model_server
-from bench.peers.system import SYSTEMS
+from bench.peers.system import FLOORS, SYSTEMS
 
 WORKLOADS = ["overhead", "crash", "concurrency", "streaming", "growth"]
 # LangGraph's durability=sync is measured where it changes the answer (overhead, crash); the
@@ -66,6 +66,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
         default=3,
         help="workload 3: each system's streaming case this many times, interleaved (a round "
         "runs every system once); the report gives the median over the repeats and their spread",
+    )
+    parser.add_argument(
+        "--no-floor",
+        action="store_true",
+        help="workload 3 without the bare relay (the floor every system's first frame is above)",
     )
     parser.add_argument("--sizes", type=_ints, default=[10, 1000, 100_000])
     parser.add_argument("--growth-turns", type=int, default=90)
@@ -134,8 +139,9 @@ async def run(options: argparse.Namespace, logs: Path, results: dict[str, Any]) 
                         ctx, defaults, database, options.concurrent
                     )
                 elif workload == "streaming":
+                    floor = [] if options.no_floor else list(FLOORS)
                     out[database] = await streaming.interleaved(
-                        ctx, defaults, database, options.streams, options.repeats, _log
+                        ctx, defaults + floor, database, options.streams, options.repeats, _log
                     )
                 elif workload == "growth":
                     out[database] = await sequential.growth(

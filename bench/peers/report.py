@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.common import percentile, table
-from bench.peers.system import ROUNDS, SYSTEMS
+from bench.peers.system import FLOORS, ROUNDS, SYSTEMS
 
 DB_NAMES = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
 GROWTH_LIMIT = 1.25  # "does not grow": at most this ratio, a margin for this machine's noise
@@ -52,7 +52,7 @@ def ms(seconds: float) -> str:
 
 
 def _name(key: str) -> str:
-    return SYSTEMS.get(key, key)
+    return SYSTEMS.get(key) or FLOORS.get(key, key)
 
 
 def _ratio(value: float, best: float) -> str:
@@ -65,8 +65,15 @@ def per_round(samples: dict[str, list[float]]) -> list[float]:
     return [(turn - bare) / ROUNDS for turn, bare in pairs]
 
 
+SERVING_PATHS = {"pressloop": "`pressloop serve`", "direct": "none"}
+
+
+def _has_peer(values: dict[str, float]) -> bool:
+    return any(k != "pressloop" and k not in FLOORS for k in values)
+
+
 def _best_peer(values: dict[str, float]) -> tuple[str, float]:
-    peers = {k: v for k, v in values.items() if k != "pressloop"}
+    peers = {k: v for k, v in values.items() if k != "pressloop" and k not in FLOORS}
     key = min(peers, key=lambda k: peers[k])
     return key, peers[key]
 
@@ -262,9 +269,9 @@ def _round(runs: dict[str, dict[str, Any]]) -> _Repeat:
         for k, r in runs.items()
     }
     measured = {k: v for k, v in p99.items() if not math.isnan(v)}
-    best_key, best = _best_peer(measured) if len(measured) > 1 else ("", float("nan"))
+    best_key, best = _best_peer(measured) if _has_peer(measured) else ("", float("nan"))
     medians = {k: v for k, v in median.items() if not math.isnan(v)}
-    best_m_key, best_m = _best_peer(medians) if len(medians) > 1 else ("", float("nan"))
+    best_m_key, best_m = _best_peer(medians) if _has_peer(medians) else ("", float("nan"))
     return _Repeat(
         p99=p99,
         median=median,
@@ -289,11 +296,7 @@ def streaming_section(results: dict[str, Any], verdicts: list[Verdict]) -> list[
         rounds = [_round({k: runs[i] for k, runs in systems.items()}) for i in range(count)]
         for key, runs in systems.items():
             firsts = [f for r in runs for f in r["first_ms"]]
-            path = (
-                "`pressloop serve`"
-                if runs[0]["serving"] == "pressloop"
-                else "bench FastAPI SSE app"
-            )
+            path = SERVING_PATHS.get(runs[0]["serving"], "bench FastAPI SSE app")
             rss = [r["peak_rss_mb"] for r in runs if r["peak_rss_mb"]]
             turns = [statistics.median(r["turn_s"]) for r in runs if r["turn_s"]]
             ratios = [_div(rd.p99[key], rd.best_p99) for rd in rounds]
@@ -329,6 +332,10 @@ def streaming_section(results: dict[str, Any], verdicts: list[Verdict]) -> list[
                     f"{_div(rd.median['pressloop'], rd.best_median):.2f}x"
                     if rd.best_median_key
                     else "-",
+                    *(
+                        f"{rd.median[floor]:.1f} / {rd.p99[floor]:.1f}" if floor in systems else "-"
+                        for floor in FLOORS
+                    ),
                 ]
             )
         verdicts.append(_streaming_verdict(database, systems["pressloop"], rounds))
@@ -341,6 +348,7 @@ def streaming_section(results: dict[str, Any], verdicts: list[Verdict]) -> list[
         round_head = ["round", "database", "load average at its start", "Pressloop median / p99"]
         round_head += ["best peer p99", "Pressloop p99 / best peer p99", "best peer median"]
         round_head += ["Pressloop median / best peer median"]
+        round_head += [f"{name} median / p99" for name in FLOORS.values()]
         out += [
             "",
             "Each round (every system once, in a turning order):",

@@ -20,13 +20,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
 
 from bench.peers import profiling
 from bench.peers.model_server import STAMP, base_url
 from bench.peers.procs import Process, fresh_target
 from bench.peers.sequential import Context
-from bench.peers.system import MESSAGE, Target
+from bench.peers.system import MESSAGE, ROUNDS, Target
 
 LATENCY_MS = 1000
 GAP_MS = 10
@@ -91,20 +92,54 @@ async def _ready(client: httpx.AsyncClient, server: Process) -> None:
             await asyncio.sleep(0.2)
 
 
-async def _one_stream(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
+async def _one_stream(
+    session: aiohttp.ClientSession, url: str, body: dict[str, Any], headers: dict[str, str]
+) -> dict[str, Any]:
     first_ms: float | None = None
     finished = False
     started = time.perf_counter()
-    async with client.stream("POST", path, json=body) as response:
+    async with session.post(url, json=body, headers=headers) as response:
         response.raise_for_status()
-        async for line in response.aiter_lines():
-            if first_ms is None and line.startswith("data:"):
-                found = STAMP.search(line)
+        async for raw in response.content:  # one line at a time
+            line = raw.rstrip(b"\r\n")
+            if first_ms is None and line.startswith(b"data:"):
+                found = STAMP.search(line.decode())
                 if found:
                     first_ms = (time.monotonic_ns() - int(found.group(1))) / 1e6
-            elif line in ("event: run.finished", "event: done"):
+            elif line in (b"event: run.finished", b"event: done", b"data: [DONE]"):
                 finished = True
     return {"first_ms": first_ms, "finished": finished, "turn_s": time.perf_counter() - started}
+
+
+def _client_session(streams: int) -> aiohttp.ClientSession:
+    """The streams' client: aiohttp, every stream on its own kept-alive connection.
+
+    The client must never be what is measured. httpx (the client of the first runs) spends
+    so much CPU a line that, with 200 streams a token every 10 ms each, it fell behind by
+    itself: the model server straight to that client, no system between, gave a first-frame
+    p99 of 728-1,298 ms (3 runs, AMD EPYC); aiohttp 3.5-11 ms (`FLOORS["direct"]` measures it
+    in every run).
+    """
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=streams + 20),
+        timeout=aiohttp.ClientTimeout(total=300),
+    )
+
+
+async def _streams(
+    urls: list[str], body: dict[str, Any], headers: dict[str, str], streams: int
+) -> tuple[list[Any], float]:
+    """The measured streams, all at once, after WARMUP unmeasured ones (a first turn loads what
+    a server loads lazily: Pressloop, the model SDK)."""
+    async with _client_session(streams) as session:
+        warm, measured = urls[:WARMUP], urls[WARMUP:]
+        await asyncio.gather(*(_one_stream(session, url, body, headers) for url in warm))
+        started = time.perf_counter()
+        outcomes = await asyncio.gather(
+            *(_one_stream(session, url, body, headers) for url in measured),
+            return_exceptions=True,
+        )
+        return outcomes, time.perf_counter() - started
 
 
 def cpu() -> dict[str, Any]:
@@ -170,6 +205,8 @@ async def stream_system(
     round_: int | None = None,
 ) -> dict[str, Any]:
     model = base_url(ctx.model_port, latency_ms=LATENCY_MS, gap_ms=GAP_MS)
+    if key == "direct":
+        return await _direct(model, streams)
     async with fresh_target(database, ctx.admin_url, ctx.data_dir, model) as target:
         port = free_port()
         suffix = "" if round_ is None else f"-r{round_}"
@@ -186,9 +223,11 @@ async def stream_system(
                 await _ready(client, server)
                 if kind == "pressloop":
                     token = (Path(target.data_dir) / "admin-token").read_text().strip()
-                    client.headers["Authorization"] = f"Bearer {token}"
+                    headers = {"Authorization": f"Bearer {token}"}
+                    client.headers.update(headers)
                     create, runs, body = "/v1/threads", "/v1/threads/{}/runs", {"mode": "stream"}
                 else:
+                    headers = {}
                     create, runs, body = "/threads", "/threads/{}/runs", {}
                 threads = []
                 for _ in range(streams + WARMUP):
@@ -196,19 +235,37 @@ async def stream_system(
                     created.raise_for_status()
                     threads.append(created.json()["id"])
                 body = {**body, "message": MESSAGE}
-                # A first turn loads what a server loads lazily (Pressloop: the model SDK).
-                warm = threads[:WARMUP]
-                threads = threads[WARMUP:]
-                await asyncio.gather(*(_one_stream(client, runs.format(t), body) for t in warm))
-                started = time.perf_counter()
-                outcomes = await asyncio.gather(
-                    *(_one_stream(client, runs.format(t), body) for t in threads),
-                    return_exceptions=True,
-                )
-                wall = time.perf_counter() - started
+                urls = [f"http://127.0.0.1:{port}" + runs.format(t) for t in threads]
+                outcomes, wall = await _streams(urls, body, headers, streams)
             peak = peak_rss_mb(server.proc.pid) if server.proc.returncode is None else None
         finally:
             await server.stop()
+    return _outcome(outcomes, streams, wall, peak, kind)
+
+
+async def _direct(model_url: str, streams: int) -> dict[str, Any]:
+    """The harness alone (`FLOORS["direct"]`): each stream is the turn's last model call, the
+    model server's answer read straight by the bench client, no system between. All streams
+    start together, so their first tokens come together: no system can send its first frame
+    sooner than this, on this machine, with this client."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": MESSAGE}]
+    for n in range(ROUNDS):
+        call = {
+            "id": f"call_{n}",
+            "type": "function",
+            "function": {"name": "noop", "arguments": "{}"},
+        }
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"call_{n}", "content": "ok"})
+    body = {"model": "bench", "messages": messages, "stream": True}
+    urls = [f"{model_url}/chat/completions"] * (streams + WARMUP)
+    outcomes, wall = await _streams(urls, body, {}, streams)
+    return _outcome(outcomes, streams, wall, None, "direct")
+
+
+def _outcome(
+    outcomes: list[Any], streams: int, wall: float, peak: float | None, kind: str
+) -> dict[str, Any]:
     done = [o for o in outcomes if isinstance(o, dict)]
     errors = [repr(o)[:200] for o in outcomes if isinstance(o, BaseException)]
     return {

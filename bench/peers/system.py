@@ -31,6 +31,14 @@ MODULES = {
     "langgraph-sync": "sys_langgraph",
     "openai-agents": "sys_agents",
     "pydantic-ai": "sys_pydantic_ai",
+    "relay": "sys_relay",
+}
+# Not systems compared: the floors of workload 3, shown beside them. "direct": the bench client
+# reading the model server with nothing between (bench/peers/streaming.py); "relay": the
+# turn's model calls relayed by the bench SSE app, no agent, no store (sys_relay.py).
+FLOORS = {
+    "direct": "Floor: harness alone (model server to client)",
+    "relay": "Floor: bare relay (SSE app, no agent, no store)",
 }
 
 

@@ -1,0 +1,69 @@
+"""Workload 3's floors: the harness alone (the bench client reading the model server, nothing
+between) and the bare relay (the turn's model calls through Pressloop's model client); and
+the report, which shows them beside the systems but never takes one for the best peer."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from bench.peers import report, streaming
+from bench.peers.model_server import STAMP, ModelServer, base_url
+from bench.peers.sys_relay import RelaySystem
+from bench.peers.system import MESSAGE, Target
+
+
+@pytest.fixture
+async def model_url() -> AsyncIterator[str]:
+    model = ModelServer()
+    port = await model.start()
+    yield base_url(port, latency_ms=50, gap_ms=5)
+    await model.close()
+
+
+async def test_the_harness_alone_streams_every_final_answer(model_url: str) -> None:
+    result = await streaming._direct(model_url, streams=5)
+    assert result["finished"] == 5 and result["errors"] == []
+    # Each stream's first token crossed nothing but the loopback and the client.
+    assert len(result["first_ms"]) == 5
+    assert all(0 <= ms < 5000 for ms in result["first_ms"])
+    assert result["serving"] == "direct"
+
+
+async def test_the_relay_makes_the_turns_model_calls_and_relays_the_text(model_url: str) -> None:
+    relay = RelaySystem()
+    await relay.open(Target(database="sqlite", model_url=model_url))
+    try:
+        deltas = [delta async for delta in relay.stream(await relay.new_thread(), MESSAGE)]
+    finally:
+        await relay.close()
+    assert STAMP.search(deltas[0])  # the first token, stamp and all, as the model sent it
+    assert "".join(deltas).endswith("ok.")
+
+
+def _run(first_ms: list[float]) -> dict[str, object]:
+    return {
+        "first_ms": first_ms,
+        "finished": len(first_ms),
+        "streams": len(first_ms),
+        "turn_s": [1.0],
+        "peak_rss_mb": None,
+        "serving": "peer",
+    }
+
+
+def test_a_floor_is_shown_but_never_the_best_peer() -> None:
+    results = {
+        "sqlite": {
+            "pressloop": [{**_run([1.0, 2.0, 30.0]), "serving": "pressloop"}],
+            "pydantic-ai": [_run([5.0, 6.0, 60.0])],
+            "direct": [{**_run([0.5, 0.6, 0.7]), "serving": "direct"}],
+        }
+    }
+    verdicts: list[report.Verdict] = []
+    text = "\n".join(report.streaming_section(results, verdicts))
+    assert "Floor: harness alone" in text
+    # Pressloop's p99 is held against Pydantic AI's, not against the floor's.
+    (verdict,) = verdicts
+    assert "p99 / best peer's p99 0.50x" in verdict.text
