@@ -165,8 +165,9 @@ class Settings(BaseSettings):
         default=120.0, gt=0, validation_alias=_env("PRESSLOOP_LOCAL_START_TIMEOUT")
     )
 
-    # The most database connections a process opens (PostgreSQL, opened lazily): a worker
-    # uses 2-3 whatever its concurrency (one group committer writes for all its runs); all
+    # The most database connections a process opens (PostgreSQL, opened lazily), besides the
+    # group committer's own one (`commit_thread`): a worker uses 1-2 more whatever its
+    # concurrency (one group committer writes for all its runs); all
     # processes together must stay under the server's max_connections (docs/operations.md).
     db_pool_size: int = Field(default=20, validation_alias=_env("PRESSLOOP_DB_POOL_SIZE"))
     db_max_overflow: int = Field(default=10, validation_alias=_env("PRESSLOOP_DB_MAX_OVERFLOW"))
@@ -174,6 +175,9 @@ class Settings(BaseSettings):
     db_pool_timeout_s: float = Field(
         default=30.0, gt=0, validation_alias=_env("PRESSLOOP_DB_POOL_TIMEOUT")
     )
+    # PostgreSQL: the group commit runs on an event loop of its own, on a thread, so that its
+    # transactions do not wait for the main loop's turns under load (runtime/commit_loop.py).
+    commit_thread: bool = Field(default=True, validation_alias=_env("PRESSLOOP_COMMIT_THREAD"))
     # How long a SQLite writer waits for another process's write lock before it fails.
     db_busy_timeout_s: float = Field(
         default=30.0, gt=0, validation_alias=_env("PRESSLOOP_DB_BUSY_TIMEOUT")

@@ -75,7 +75,7 @@ async def _migrate_and_close(database: Database) -> None:
     await database.close()
 
 
-async def _truncate(database: Database) -> None:
+async def empty_tables(database: Database) -> None:
     names = ", ".join(t.name for t in metadata.sorted_tables)
     async with database.write() as conn:
         await conn.execute(sa.text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
@@ -95,6 +95,6 @@ async def database(database_url: str) -> AsyncIterator[Database]:
     if database.is_sqlite:
         await migrate.upgrade(database)
     else:
-        await _truncate(database)
+        await empty_tables(database)
     yield database
     await database.close()

@@ -30,6 +30,7 @@ from pressloop.clock import Now
 from pressloop.contracts import Event, EventType
 from pressloop.errors import LeaseLost
 from pressloop.runtime.bus import EventBus, is_delta
+from pressloop.runtime.commit_loop import CommitLoop
 from pressloop.store import events as event_store
 from pressloop.store import run_writes
 from pressloop.store.db import Database
@@ -205,8 +206,11 @@ class Committer:
         now: Now,
         lease_ttl_s: float,
         max_batch: int = 100,
+        commit_loop: CommitLoop | None = None,
     ) -> None:
         self.database = database
+        # Where the transactions run (PostgreSQL: a loop of their own, `commit_loop.py`).
+        self.commit_loop = commit_loop
         self.bus = bus
         self.now = now
         self.lease_ttl_s = lease_ttl_s
@@ -231,6 +235,8 @@ class Committer:
         """Wait for what is being written (the task ends by itself when nothing is left)."""
         if self._task is not None:
             await asyncio.shield(self._task)
+        if self.commit_loop is not None:
+            await self.commit_loop.close()
 
     async def _drain(self) -> None:
         try:
@@ -274,9 +280,19 @@ class Committer:
                 self._settle(pending, lost, {})
 
     async def _transaction(self, batch: list[Pending]) -> tuple[dict[str, bool], dict[int, Any]]:
+        """The batch's transaction: here, or on the commit loop (PostgreSQL)."""
         now = self.now()
+        if self.commit_loop is None:
+            return await self._write(self.database, batch, now)
+        return await self.commit_loop.run(lambda database: self._write(database, batch, now))
+
+    async def _write(
+        self, database: Database, batch: list[Pending], now: datetime
+    ) -> tuple[dict[str, bool], dict[int, Any]]:
+        """The batch's transaction on `database`. On the commit loop it runs there, so it
+        touches nothing but its connection and the batch (the write operations included)."""
         results: dict[int, Any] = {}  # id(future) -> the operation's value
-        async with self.database.write(first=True) as conn:
+        async with database.write(first=True) as conn:
             held = await run_writes.fence_many(
                 conn, [p.write for p in batch], now=now, ttl_s=self.lease_ttl_s
             )

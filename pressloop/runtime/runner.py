@@ -46,6 +46,7 @@ from pressloop.runtime.budgets import site_subject
 from pressloop.runtime.bus import EventBus
 from pressloop.runtime.cancel_watch import CancelWatch
 from pressloop.runtime.claiming import Claimer
+from pressloop.runtime.commit_loop import CommitLoop
 from pressloop.runtime.commits import Committer
 from pressloop.runtime.context import RunContext, load_contexts
 from pressloop.runtime.interrupt import (
@@ -106,8 +107,13 @@ class Runner:
         self.usage = UsageBuffer(
             self.database, interval_s=self.settings.usage_flush_s, monotonic=self.monotonic
         )
+        own_loop = self.settings.commit_thread and not self.database.is_sqlite
         self.committer = Committer(
-            self.database, self.bus, now=self.now, lease_ttl_s=self.settings.lease_ttl_s
+            self.database,
+            self.bus,
+            now=self.now,
+            lease_ttl_s=self.settings.lease_ttl_s,
+            commit_loop=CommitLoop(self.database) if own_loop else None,
         )
         self.leases = LeaseKeeper(
             self.sessions, renew_s=self.settings.lease_renew_s, monotonic=self.monotonic

@@ -149,10 +149,12 @@ class _WriteTurns:
 class Database:
     """One engine and the two kinds of transaction every repository function runs inside."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, *, options: dict[str, Any] | None = None) -> None:
         self.engine = engine
         self.dialect = engine.dialect.name
         self._write_turns = _WriteTurns() if self.dialect == "sqlite" else None
+        # What `open` was given: `open_another` opens the same database the same way.
+        self._options = options or {}
 
     @classmethod
     def open(
@@ -167,6 +169,14 @@ class Database:
         busy_timeout_s: float = 30.0,
     ) -> Database:
         url = normalise_url(url)
+        options = {
+            "sqlite_synchronous": sqlite_synchronous,
+            "pool_size": pool_size,
+            "max_overflow": max_overflow,
+            "pool_timeout_s": pool_timeout_s,
+            "idle_transaction_timeout_s": idle_transaction_timeout_s,
+            "busy_timeout_s": busy_timeout_s,
+        }
         parsed = make_url(url)
         if parsed.drivername.startswith("sqlite"):
             if parsed.database and parsed.database != ":memory:":
@@ -192,7 +202,15 @@ class Database:
                     "server_settings": {"idle_in_transaction_session_timeout": timeout_ms}
                 },
             )
-        return cls(engine)
+        return cls(engine, options=options)
+
+    def open_another(self, *, pool_size: int) -> Database:
+        """The same database opened again, the same way, with a pool of its own of `pool_size`
+        connections (no overflow): for another event loop, since an asyncpg connection belongs
+        to the loop that opened it. Nothing connects before the first transaction."""
+        url = self.engine.url.render_as_string(hide_password=False)
+        options = {**self._options, "pool_size": pool_size, "max_overflow": 0}
+        return Database.open(url, **options)
 
     @property
     def is_sqlite(self) -> bool:

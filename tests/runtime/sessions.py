@@ -42,17 +42,23 @@ class EngineEvents:
     def __init__(
         self, service: Service, name: str, accept: Callable[..., bool] | None = None
     ) -> None:
-        self.engine = service.database.engine.sync_engine
+        # The service's engine, and the group commit's when it has one (PostgreSQL).
+        self.engines = [service.database.engine.sync_engine]
+        commit_loop = service.runner.committer.commit_loop
+        if commit_loop is not None:
+            self.engines.append(commit_loop.database.engine.sync_engine)
         self.name = name
         self.accept = accept
         self.count = 0
 
     def __enter__(self) -> EngineEvents:
-        event.listen(self.engine, self.name, self._seen)
+        for engine in self.engines:
+            event.listen(engine, self.name, self._seen)
         return self
 
     def __exit__(self, *_exc: object) -> None:
-        event.remove(self.engine, self.name, self._seen)
+        for engine in self.engines:
+            event.remove(engine, self.name, self._seen)
 
     def _seen(self, *args: Any) -> None:
         if self.accept is None or self.accept(*args):

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pressloop.config import Settings
@@ -140,23 +139,14 @@ class Gate:
         await self.opened.wait()
 
 
-class Statements:
+class Statements(EngineEvents):
     """Counts the statements that start with `prefix` (an executemany counts once)."""
 
     def __init__(self, service: Service, prefix: str) -> None:
-        self.engine = service.database.engine.sync_engine
-        self.prefix = prefix
-        self.count = 0
+        def starts(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> bool:
+            return statement.lstrip().startswith(prefix)
 
-    def __enter__(self) -> Statements:
-        event.listen(self.engine, "before_cursor_execute", self._execute)
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        event.remove(self.engine, "before_cursor_execute", self._execute)
-
-    def _execute(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        self.count += statement.lstrip().startswith(self.prefix)
+        super().__init__(service, "before_cursor_execute", starts)
 
 
 async def test_many_runs_finish_in_one_batch(
