@@ -95,9 +95,16 @@ which sends each text delta the moment the system yields it and stores nothing o
 Pressloop sends a text delta before its commit (its frame id says where a reconnect resumes);
 the events a client must neither miss nor see twice are committed before their frame leaves.
 The first token carries the model server's CLOCK_MONOTONIC time taken just before it is
-written; the bench client (httpx) reads the clock when it has parsed the first frame that
-carries it. Two turns warm each server up first (Pressloop loads the model SDK on its first
-turn) and are not counted.
+written; the bench client (aiohttp, every stream on its own connection) reads the clock when
+it has parsed the first frame that carries it. Two turns warm each server up first (Pressloop
+loads the model SDK on its first turn) and are not counted.
+
+Two floors run beside the systems, never counted as peers. **Harness alone**: each stream is
+the turn's last model call, read by the same client straight from the model server (all 200
+first tokens come at once): no system can do better on this machine with this client. **Bare
+relay**: the turn's 4 model calls through Pressloop's model client (`sys_relay.py`), each text
+delta relayed by the same FastAPI + sse-starlette app, no agent loop, nothing stored: what one
+Python event loop pays to carry 200 streams' first tokens through that serving stack.
 
 Two runs of 200 synchronized streams on one machine can differ by several times, so each
 system's case is repeated (`--repeats`, 3 by default), interleaved: a round runs every system
