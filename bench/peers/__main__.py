@@ -70,7 +70,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--no-floor",
         action="store_true",
-        help="workload 3 without the bare relay (the floor every system's first frame is above)",
+        help="workload 3 without its two floors (harness alone, bare relay)",
     )
     parser.add_argument("--sizes", type=_ints, default=[10, 1000, 100_000])
     parser.add_argument("--growth-turns", type=int, default=90)

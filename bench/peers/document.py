@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.peers import report, streaming
+from bench.peers import report, report_streaming, streaming
 from bench.peers.system import MESSAGE
 
 START_MARKER = "<!-- peers:start -->"
@@ -259,7 +259,7 @@ def _body(results: dict[str, Any], verdicts: list[report.Verdict]) -> str:
         lines += [CONCURRENCY, report.concurrency_section(results["concurrency"], verdicts), ""]
     if "streaming" in results:
         lines += [STREAMING, _streaming_machine(results), ""]
-        lines += [*report.streaming_section(results["streaming"], verdicts), ""]
+        lines += [*report_streaming.streaming_section(results["streaming"], verdicts), ""]
     if "growth" in results:
         lines += [GROWTH, report.growth_section(results["growth"], verdicts), ""]
     lines += ["### Goals", "", *(f"- {v.line()}" for v in verdicts), ""]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass
 from typing import Any
@@ -13,9 +12,6 @@ from bench.peers.system import FLOORS, ROUNDS, SYSTEMS
 DB_NAMES = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
 GROWTH_LIMIT = 1.25  # "does not grow": at most this ratio, a margin for this machine's noise
 CONCURRENCY_GOAL = 1.3
-FIRST_FRAME_GOAL_MS = 20.0
-FIRST_FRAME_P99_VS_PEER = 0.5  # Pressloop's p99 / the best peer's p99, at most
-FIRST_FRAME_MEDIAN_VS_PEER = 1.0  # Pressloop's median / the best peer's median, at most
 
 STORED = {
     "pressloop": "the round's model answer (checkpoint), its events, the lease; a write "
@@ -63,13 +59,6 @@ def per_round(samples: dict[str, list[float]]) -> list[float]:
     """Overhead per round of each turn: (turn - its bare model turn) / rounds."""
     pairs = zip(samples["turn_s"], samples["floor_s"], strict=True)
     return [(turn - bare) / ROUNDS for turn, bare in pairs]
-
-
-SERVING_PATHS = {"pressloop": "`pressloop serve`", "direct": "none"}
-
-
-def _has_peer(values: dict[str, float]) -> bool:
-    return any(k != "pressloop" and k not in FLOORS for k in values)
 
 
 def _best_peer(values: dict[str, float]) -> tuple[str, float]:
@@ -224,186 +213,6 @@ def concurrency_section(results: dict[str, Any], verdicts: list[Verdict]) -> str
     head = ["N", "database", "system", "succeeded", "wall (s)", "/ ideal", "/ bare client"]
     head += ["CPU per turn (ms)", "peak RSS, MiB (+ over the idle process)"]
     return table(head, rows)
-
-
-def _repeats(result: dict[str, Any] | list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A system's streaming runs (results saved before --repeats hold one run, not a list)."""
-    return result if isinstance(result, list) else [result]
-
-
-def _spread(values: list[float], fmt: str, *, bold: bool = False) -> str:
-    """The median over the repeats (min-max)."""
-    real = [v for v in values if not math.isnan(v)]
-    if not real:
-        return "-"
-    middle = fmt.format(statistics.median(real))
-    middle = f"**{middle}**" if bold else middle
-    if len(real) == 1:
-        return middle
-    return f"{middle} ({fmt.format(min(real))}-{fmt.format(max(real))})"
-
-
-def _judge(values: list[float], goal: float) -> str:
-    """met in every repeat, missed in every repeat, or within noise: the spread crosses the goal
-    (a repeat that measured nothing misses)."""
-    met = [not math.isnan(v) and v <= goal for v in values]
-    return "met" if all(met) else "missed" if not any(met) else "within noise"
-
-
-@dataclass(kw_only=True)
-class _Repeat:
-    """One round of one database: each system's first-frame p99 and median, the best peer's."""
-
-    p99: dict[str, float]
-    median: dict[str, float]
-    best_key: str
-    best_p99: float
-    best_median_key: str
-    best_median: float
-
-
-def _round(runs: dict[str, dict[str, Any]]) -> _Repeat:
-    p99 = {k: percentile(r["first_ms"], 99) for k, r in runs.items()}
-    median = {
-        k: statistics.median(r["first_ms"]) if r["first_ms"] else float("nan")
-        for k, r in runs.items()
-    }
-    measured = {k: v for k, v in p99.items() if not math.isnan(v)}
-    best_key, best = _best_peer(measured) if _has_peer(measured) else ("", float("nan"))
-    medians = {k: v for k, v in median.items() if not math.isnan(v)}
-    best_m_key, best_m = _best_peer(medians) if _has_peer(medians) else ("", float("nan"))
-    return _Repeat(
-        p99=p99,
-        median=median,
-        best_key=best_key,
-        best_p99=best,
-        best_median_key=best_m_key,
-        best_median=best_m,
-    )
-
-
-def _div(value: float, best: float) -> float:
-    return value / best if best > 0 else float("nan")
-
-
-def streaming_section(results: dict[str, Any], verdicts: list[Verdict]) -> list[str]:
-    rows, by_round = [], []
-    repeats = 1
-    for database, saved in results.items():
-        systems = {key: _repeats(r) for key, r in saved.items()}
-        count = min(len(runs) for runs in systems.values())
-        repeats = max(repeats, count)
-        rounds = [_round({k: runs[i] for k, runs in systems.items()}) for i in range(count)]
-        for key, runs in systems.items():
-            firsts = [f for r in runs for f in r["first_ms"]]
-            path = SERVING_PATHS.get(runs[0]["serving"], "bench FastAPI SSE app")
-            rss = [r["peak_rss_mb"] for r in runs if r["peak_rss_mb"]]
-            turns = [statistics.median(r["turn_s"]) for r in runs if r["turn_s"]]
-            ratios = [_div(rd.p99[key], rd.best_p99) for rd in rounds]
-            rows.append(
-                [
-                    _name(key),
-                    DB_NAMES[database],
-                    path,
-                    f"{sum(r['finished'] for r in runs)}/{sum(r['streams'] for r in runs)}",
-                    _spread([rd.median[key] for rd in rounds], "{:.1f}"),
-                    _spread([rd.p99[key] for rd in rounds], "{:.1f}", bold=True),
-                    f"{max(firsts):.1f}" if firsts else "-",
-                    _spread(ratios, "{:.2f}x"),
-                    _spread(turns, "{:.2f}"),
-                    f"{max(rss):.0f}" if rss else "-",
-                ]
-            )
-        if "pressloop" not in systems:
-            continue
-        for i, rd in enumerate(rounds):
-            run = systems["pressloop"][i]
-            by_round.append(
-                [
-                    str(run.get("round", i + 1)),
-                    DB_NAMES[database],
-                    run.get("load", "-"),
-                    f"{rd.median['pressloop']:.1f} / {rd.p99['pressloop']:.1f}",
-                    f"{_name(rd.best_key)} {rd.best_p99:.1f}" if rd.best_key else "-",
-                    f"{_div(rd.p99['pressloop'], rd.best_p99):.2f}x" if rd.best_key else "-",
-                    f"{_name(rd.best_median_key)} {rd.best_median:.1f}"
-                    if rd.best_median_key
-                    else "-",
-                    f"{_div(rd.median['pressloop'], rd.best_median):.2f}x"
-                    if rd.best_median_key
-                    else "-",
-                    *(
-                        f"{rd.median[floor]:.1f} / {rd.p99[floor]:.1f}" if floor in systems else "-"
-                        for floor in FLOORS
-                    ),
-                ]
-            )
-        verdicts.append(_streaming_verdict(database, systems["pressloop"], rounds))
-    head = ["system", "database", "serving path", "streams finished"]
-    what = f"median of {repeats} repeats (min-max)" if repeats > 1 else "one run"
-    head += [f"first frame median (ms), {what}", f"p99 (ms), {what}", "max (ms)"]
-    head += [f"p99 vs best peer, {what}", f"turn median (s), {what}", "server peak RSS (MiB)"]
-    out = [table(head, rows)]
-    if repeats > 1 and by_round:
-        round_head = ["round", "database", "load average at its start", "Pressloop median / p99"]
-        round_head += ["best peer p99", "Pressloop p99 / best peer p99", "best peer median"]
-        round_head += ["Pressloop median / best peer median"]
-        round_head += [f"{name} median / p99" for name in FLOORS.values()]
-        out += [
-            "",
-            "Each round (every system once, in a turning order):",
-            "",
-            table(round_head, by_round),
-        ]
-    return out
-
-
-def _streaming_verdict(database: str, ours: list[dict[str, Any]], rounds: list[_Repeat]) -> Verdict:
-    p99s = [rd.p99["pressloop"] for rd in rounds]
-    judged = [
-        (
-            f"p99 {_spread(p99s, '{:.1f}')} ms",
-            _judge(p99s, FIRST_FRAME_GOAL_MS),
-            f"<= {FIRST_FRAME_GOAL_MS:g} ms",
-        )
-    ]
-    if all(rd.best_key for rd in rounds):
-        ratios = [_div(rd.p99["pressloop"], rd.best_p99) for rd in rounds]
-        judged.append(
-            (
-                f"p99 / best peer's p99 {_spread(ratios, '{:.2f}x')}",
-                _judge(ratios, FIRST_FRAME_P99_VS_PEER),
-                f"<= {FIRST_FRAME_P99_VS_PEER:g}x",
-            )
-        )
-    if all(rd.best_median_key for rd in rounds):
-        ratios = [_div(rd.median["pressloop"], rd.best_median) for rd in rounds]
-        judged.append(
-            (
-                f"median / best peer's median {_spread(ratios, '{:.2f}x')}",
-                _judge(ratios, FIRST_FRAME_MEDIAN_VS_PEER),
-                f"<= {FIRST_FRAME_MEDIAN_VS_PEER:g}x",
-            )
-        )
-    statuses = [status for _, status, _ in judged]
-    missed = "missed" in statuses
-    noise = not missed and "within noise" in statuses
-    parts = "; ".join(f"{what} ({status}, goal {goal})" for what, status, goal in judged)
-    if len(rounds) > 1:
-        how = f"{len(rounds)} interleaved repeats, median (min-max)"
-    else:
-        how = "one run: its noise is not measured"
-    if len(judged) == 1:
-        parts += "; no peer measured: the goals against the best peer are not judged"
-    return Verdict(
-        workload="streaming",
-        database=database,
-        met=not missed and not noise,
-        noise=noise,
-        text=f"First frame under {ours[0]['streams']} concurrent streams, {DB_NAMES[database]} "
-        f"({how}): {parts}: {{verdict}} (met: every goal met in every repeat; within noise: "
-        "a goal met in some repeats only, none missed in all)",
-    )
 
 
 def growth_section(results: dict[str, Any], verdicts: list[Verdict]) -> str:

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bench.peers import report, streaming
+from bench.peers import report, report_streaming, streaming
 from bench.peers.model_server import STAMP, ModelServer, base_url
 from bench.peers.sys_relay import RelaySystem
 from bench.peers.system import MESSAGE, Target
@@ -62,7 +62,7 @@ def test_a_floor_is_shown_but_never_the_best_peer() -> None:
         }
     }
     verdicts: list[report.Verdict] = []
-    text = "\n".join(report.streaming_section(results, verdicts))
+    text = "\n".join(report_streaming.streaming_section(results, verdicts))
     assert "Floor: harness alone" in text
     # Pressloop's p99 is held against Pydantic AI's, not against the floor's.
     (verdict,) = verdicts
