@@ -215,21 +215,25 @@ class Committer:
         self.now = now
         self.lease_ttl_s = lease_ttl_s
         self.max_batch = max_batch
-        self._dirty: dict[str, Outbox] = {}
+        # The outboxes with something to write, in the order they were marked (a dict as an
+        # ordered set). Keyed by the outbox, not the run: a run's next attempt (a retry, claimed
+        # here as soon as the last one's finish commits) has an outbox of its own, and the last
+        # attempt's session, closing late, must neither drop it nor stand in for it.
+        self._dirty: dict[Outbox, None] = {}
         self._task: asyncio.Task[None] | None = None
 
     def mark(self, outbox: Outbox) -> asyncio.Future[Committed]:
         """`outbox` has something to write: it goes with the next batch, whose outcome for the
         run is returned."""
-        self._dirty.setdefault(outbox.run_id, outbox)
+        self._dirty[outbox] = None
         if self._task is None:
             self._task = asyncio.create_task(self._drain(), name="committer")
         return outbox.next_commit()
 
-    def forget(self, run_id: str) -> None:
-        """Write nothing more for `run_id` (its session closed: a renewal asked for after the
+    def forget(self, outbox: Outbox) -> None:
+        """Write nothing more from `outbox` (its session closed: a renewal asked for after the
         run's last write would only find its lease gone)."""
-        self._dirty.pop(run_id, None)
+        self._dirty.pop(outbox, None)
 
     async def close(self) -> None:
         """Wait for what is being written (the task ends by itself when nothing is left)."""
@@ -241,13 +245,24 @@ class Committer:
     async def _drain(self) -> None:
         try:
             while self._dirty:
-                batch: list[Pending] = []
-                while self._dirty and len(batch) < self.max_batch:
-                    run_id = next(iter(self._dirty))
-                    batch.append(self._dirty.pop(run_id).take())
-                await self._commit(batch)
+                await self._commit(self._next_batch())
         finally:
             self._task = None
+
+    def _next_batch(self) -> list[Pending]:
+        """Up to `max_batch` outboxes, first marked first, at most one of each run: the fence
+        is by run, so two attempts' outboxes (the last one's stale token, the next one's) go in
+        separate batches (the stale one then fails alone with its lost lease)."""
+        batch: list[Pending] = []
+        runs: set[str] = set()
+        for outbox in list(self._dirty):
+            if len(batch) == self.max_batch:
+                break
+            if outbox.run_id not in runs:
+                runs.add(outbox.run_id)
+                del self._dirty[outbox]
+                batch.append(outbox.take())
+        return batch
 
     async def _commit(self, batch: list[Pending]) -> None:
         try:
@@ -325,7 +340,7 @@ class Committer:
         pending.committed.set_result(Committed(error=error, cancel_requested=cancel))
         if error is not None:
             pending.outbox.fail(error)
-            self._dirty.pop(pending.write.run_id, None)
+            self._dirty.pop(pending.outbox, None)
         for future in futures:
             if future.done():  # its waiter was cancelled
                 continue

@@ -201,7 +201,8 @@ class Runner:
             await self._hand_back(session)
             return None
         finally:
-            self.sessions.pop(run.id, None)
+            if self.sessions.get(run.id) is session:  # not the next attempt's (a retry)
+                del self.sessions[run.id]
             await session.close()
             # Readers of the run that relied on this process's events look at the database.
             self.bus.notify(run.id)

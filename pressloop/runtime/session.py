@@ -151,7 +151,7 @@ class RunSession:
             with contextlib.suppress(Exception):
                 await self.renew()
         self._closed = True
-        self.committer.forget(self.run_id)
+        self.committer.forget(self._outbox)
 
     def request_cancel(self) -> None:
         """A person asked to stop the run: stop the turn now, whatever it awaits (a model
