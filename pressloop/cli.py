@@ -76,13 +76,29 @@ def serve(
         bool,
         typer.Option(help="With no PRESSLOOP_WP_URL, start a local WordPress to act on."),
     ] = True,
+    processes: Annotated[
+        int | None,
+        typer.Option(
+            min=1, max=64, help="Serving processes on the port (PRESSLOOP_SERVE_PROCESSES)."
+        ),
+    ] = None,
+    fd: Annotated[
+        int | None,
+        typer.Option(
+            hidden=True,
+            help="Serve on this inherited listening socket (a process the first one started).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API with an in-process worker and scheduler."""
     from pressloop.cli_serve import serve_api
 
     async def start() -> int:
+        settings = load_settings()
+        if processes is not None:
+            settings = settings.model_copy(update={"serve_processes": processes})
         return await serve_api(
-            console, load_settings(), host=host, port=port, wordpress=local_wordpress
+            console, settings, host=host, port=port, wordpress=local_wordpress, fd=fd
         )
 
     run_command(start())

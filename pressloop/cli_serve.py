@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
+import socket
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -22,6 +24,7 @@ from pressloop.observability.logs import configure_logging
 from pressloop.observability.tracing import setup_tracing, shutdown_tracing
 from pressloop.private_files import private_dir, write_private
 from pressloop.runtime.service import Service
+from pressloop.serve_processes import ServingProcesses, reuse_port_sockets, site_env
 from pressloop.ui import mount_ui
 
 if TYPE_CHECKING:
@@ -107,7 +110,10 @@ async def serve_api(
     host: str | None,
     port: int | None,
     wordpress: bool = True,
+    fd: int | None = None,
 ) -> int:
+    """Serve until SIGINT/SIGTERM. `fd`: a listening socket inherited from the first of several
+    serving processes (`serve_processes.py`), which has prepared everything else."""
     host = host or settings.host
     port = settings.port if port is None else port
     if settings.metrics_public:  # /metrics without a token: a loopback or private address only
@@ -116,20 +122,26 @@ async def serve_api(
     setup_tracing()  # OTEL_*: off unless an exporter is configured
     site = None
     private_dir(settings.data_dir)  # before anything is kept in it: the database, the site
-    if wordpress:
+    if wordpress and fd is None:
         settings, site = await local_wordpress(console, settings)
-    if settings.wp_url:
+    if settings.wp_url and fd is None:
         await check_site(console, settings)
     service = await Service.open(settings)
+    others: ServingProcesses | None = None
     try:
-        await first_admin_token(service, settings, console)
+        if fd is None:
+            await first_admin_token(service, settings, console)
         # PRESSLOOP_SERVE_RUNS=0: no turn runs here, only in `pressloop worker` processes.
         service.runs_turns = settings.serve_runs
         app = mount_ui(create_app(service, run_worker=settings.serve_runs, run_scheduler=True))
         mount_mcp(app, service)  # MCP over streamable HTTP at /mcp
-        server = Server(
-            uvicorn.Config(app, host=host, port=port, log_level="info", log_config=None)
-        )
+        server = Server(uvicorn.Config(app, log_level="info", log_config=None))
+        if fd is not None:
+            console.print(f"Pressloop serving process {os.getpid()} on the shared port")
+            await server.serve(sockets=[socket.socket(fileno=fd)])
+            return 0
+        sockets = reuse_port_sockets(host, port, settings.serve_processes)
+        port = sockets[0].getsockname()[1]
         address = f"http://{host}:{port}"
         console.print(f"Pressloop API on [bold]{address}[/] (docs at /docs)")
         first = (settings.data_dir / "admin-token").resolve()
@@ -137,8 +149,19 @@ async def serve_api(
         console.print(f"Admin UI: [bold]{address}/ui[/] (sign in with an API token{where})")
         if not settings.serve_runs:
             console.print("Turns run only in `pressloop worker`s (PRESSLOOP_SERVE_RUNS=0)")
-        await server.serve()
+        if len(sockets) > 1:
+            others = ServingProcesses(sockets[1:], site_env(settings))
+            console.print(f"{len(sockets)} serving processes share the port", soft_wrap=True)
+            if service.database.is_sqlite:
+                console.print(
+                    "[yellow]Note:[/] on SQLite the processes' writes wait for each other "
+                    "(PostgreSQL is the database for several processes)",
+                    soft_wrap=True,
+                )
+        await server.serve(sockets=sockets[:1])
     finally:
+        if others is not None:
+            await asyncio.to_thread(others.stop)
         await service.close()
         shutdown_tracing()  # the last spans exported
         if site is not None:

@@ -216,6 +216,12 @@ class Settings(BaseSettings):
     # `pressloop serve` runs turns itself (its worker, and runs started by a request); off,
     # only `pressloop worker` processes run them (docs/operations.md).
     serve_runs: bool = Field(default=True, validation_alias=_env("PRESSLOOP_SERVE_RUNS"))
+    # `pressloop serve` as this many processes on one port (`serve_processes.py`): each serves
+    # and runs about 1/N of the connections. Above 1, meant for PostgreSQL (on SQLite the
+    # processes' writes wait for each other's lock).
+    serve_processes: int = Field(
+        default=1, ge=1, le=64, validation_alias=_env("PRESSLOOP_SERVE_PROCESSES")
+    )
     # Cancel (DESIGN.md section 8): how often a process looks for cancels asked elsewhere for
     # the runs it runs, and how long a cancel request waits for a running run to stop.
     cancel_poll_s: float = Field(default=0.5, gt=0, validation_alias=_env("PRESSLOOP_CANCEL_POLL"))

@@ -72,6 +72,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
         action="store_true",
         help="workload 3 without its two floors (harness alone, bare relay)",
     )
+    parser.add_argument(
+        "--serve-processes",
+        type=int,
+        default=1,
+        help="workload 3: Pressloop's `pressloop serve` as this many processes on its port "
+        "(PRESSLOOP_SERVE_PROCESSES; the peers' app stays one process)",
+    )
     parser.add_argument("--sizes", type=_ints, default=[10, 1000, 100_000])
     parser.add_argument("--growth-turns", type=int, default=90)
     parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES, help="an admin connection")
@@ -112,7 +119,11 @@ async def run(options: argparse.Namespace, logs: Path, results: dict[str, Any]) 
         results["postgres"] = await admin_sql(options.postgres_url, "SHOW server_version")
     async with model_server(logs / "model-server.log") as port:
         ctx = sequential.Context(
-            admin_url=options.postgres_url, data_dir=logs / "data", log_dir=logs, model_port=port
+            admin_url=options.postgres_url,
+            data_dir=logs / "data",
+            log_dir=logs,
+            model_port=port,
+            serve_processes=options.serve_processes,
         )
         for workload in options.workloads:
             results["load"][workload] = facts.load()

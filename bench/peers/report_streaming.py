@@ -19,6 +19,13 @@ FIRST_FRAME_MEDIAN_VS_PEER = 1.0  # Pressloop's median / the best peer's median,
 SERVING_PATHS = {"pressloop": "`pressloop serve`", "direct": "none"}
 
 
+def serving_path(kind: str) -> str:
+    """How a system's streams were served (`pressloop-N`: N serving processes on the port)."""
+    if kind.startswith("pressloop-"):
+        return f"`pressloop serve`, {kind.removeprefix('pressloop-')} processes"
+    return SERVING_PATHS.get(kind, "bench FastAPI SSE app")
+
+
 def _has_peer(values: dict[str, float]) -> bool:
     return any(k != "pressloop" and k not in FLOORS for k in values)
 
@@ -93,7 +100,7 @@ def streaming_section(results: dict[str, Any], verdicts: list[Verdict]) -> list[
         rounds = [_round({k: runs[i] for k, runs in systems.items()}) for i in range(count)]
         for key, runs in systems.items():
             firsts = [f for r in runs for f in r["first_ms"]]
-            path = SERVING_PATHS.get(runs[0]["serving"], "bench FastAPI SSE app")
+            path = serving_path(runs[0]["serving"])
             rss = [r["peak_rss_mb"] for r in runs if r["peak_rss_mb"]]
             turns = [statistics.median(r["turn_s"]) for r in runs if r["turn_s"]]
             ratios = [_div(rd.p99[key], rd.best_p99) for rd in rounds]

@@ -20,6 +20,8 @@ class Context:
     data_dir: Path
     log_dir: Path
     model_port: int
+    # Streaming: `pressloop serve` as this many processes on its port (PRESSLOOP_SERVE_PROCESSES).
+    serve_processes: int = 1
 
     def log(self, name: str) -> Path:
         return self.log_dir / f"{name}.log"

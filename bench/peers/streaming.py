@@ -40,6 +40,12 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def served_rss_mb(pid: int) -> float:
+    """The server's peak RSS, with its serving processes' (PRESSLOOP_SERVE_PROCESSES)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return sum(peak_rss_mb(p) for p in [pid, *map(int, children)])
+
+
 def peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -48,9 +54,10 @@ def peak_rss_mb(pid: int) -> float:
 
 
 async def _pressloop_server(
-    target: Target, port: int, log: Path, profile: Path | None
+    target: Target, port: int, log: Path, profile: Path | None, processes: int = 1
 ) -> tuple[Process, str]:
     env = {
+        "PRESSLOOP_SERVE_PROCESSES": str(processes),
         "PRESSLOOP_DATA_DIR": target.data_dir,
         "PRESSLOOP_DATABASE_URL": target.sqlalchemy_url(),
         "PRESSLOOP_PROVIDER": "openai-compatible",
@@ -68,7 +75,8 @@ async def _pressloop_server(
         args = profiling.command(profile, "pressloop.cli", serve)
     else:
         args = [str(Path(sys.executable).parent / "pressloop"), *serve]
-    return await Process.start(args, name="pressloop serve", log=log, env=env), "pressloop"
+    kind = "pressloop" if processes == 1 else f"pressloop-{processes}"
+    return await Process.start(args, name="pressloop serve", log=log, env=env), kind
 
 
 async def _peer_server(key: str, target: Target, port: int, log: Path) -> tuple[Process, str]:
@@ -212,7 +220,7 @@ async def stream_system(
         suffix = "" if round_ is None else f"-r{round_}"
         log = ctx.log(f"streaming-{key}-{database}{suffix}")
         if key == "pressloop":
-            server, kind = await _pressloop_server(target, port, log, profile)
+            server, kind = await _pressloop_server(target, port, log, profile, ctx.serve_processes)
         else:
             server, kind = await _peer_server(key, target, port, log)
         limits = httpx.Limits(max_connections=streams + 20, max_keepalive_connections=streams + 20)
@@ -221,7 +229,7 @@ async def stream_system(
                 base_url=f"http://127.0.0.1:{port}", timeout=300, limits=limits
             ) as client:
                 await _ready(client, server)
-                if kind == "pressloop":
+                if kind.startswith("pressloop"):
                     token = (Path(target.data_dir) / "admin-token").read_text().strip()
                     headers = {"Authorization": f"Bearer {token}"}
                     client.headers.update(headers)
@@ -237,7 +245,7 @@ async def stream_system(
                 body = {**body, "message": MESSAGE}
                 urls = [f"http://127.0.0.1:{port}" + runs.format(t) for t in threads]
                 outcomes, wall = await _streams(urls, body, headers, streams)
-            peak = peak_rss_mb(server.proc.pid) if server.proc.returncode is None else None
+            peak = served_rss_mb(server.proc.pid) if server.proc.returncode is None else None
         finally:
             await server.stop()
     return _outcome(outcomes, streams, wall, peak, kind)

@@ -1,0 +1,93 @@
+"""Several `pressloop serve` processes on one port (`PRESSLOOP_SERVE_PROCESSES`).
+
+One process carries every stream it serves on one event loop: when hundreds of streams' tokens
+arrive together, a stream's token waits behind the others' (docs/benchmarks.md, "the floor of
+one loop"). With N processes, the first binds N sockets to the address with SO_REUSEPORT and
+starts N-1 more `pressloop serve --fd`, each given one of them; the kernel spreads the new
+connections over the sockets, so each process serves about 1/N of the streams, and runs the
+turns posted to it (a streamed turn runs where it was posted, its deltas go out before their
+commit).
+
+Each process is a whole `pressloop serve` (API, worker, scheduler) on the shared database, as
+several serve processes behind one address already are (docs/operations.md): runs are leased,
+due schedules are taken once, a stream resumes in any process. The first process alone prepares
+the data directory, the first admin token and the local WordPress, before the others start.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+
+from pressloop.config import Settings
+
+STOP_GRACE_S = 30.0  # a process finishing its shutdown (uvicorn's, then the service's close)
+
+
+def reuse_port_sockets(host: str, port: int, count: int) -> list[socket.socket]:
+    """`count` listening sockets on one address (port 0: a free one, the same for all)."""
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            sock.bind((host, port))
+            port = sock.getsockname()[1]
+            sock.listen(2048)
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
+
+
+def site_env(settings: Settings) -> dict[str, str]:
+    """The site the first process found (its local WordPress): the others act on the same."""
+    if not settings.wp_url:
+        return {}
+    env = {"PRESSLOOP_WP_URL": settings.wp_url}
+    if settings.wp_user:
+        env["PRESSLOOP_WP_USER"] = settings.wp_user
+    if settings.wp_app_password:
+        env["PRESSLOOP_WP_APP_PASSWORD"] = settings.wp_app_password
+    return env
+
+
+class ServingProcesses:
+    """The other serving processes, one socket each; stopped with the first."""
+
+    def __init__(self, sockets: list[socket.socket], env: Mapping[str, str]) -> None:
+        self.processes: list[subprocess.Popen[bytes]] = []
+        base = {**os.environ, **env, "PRESSLOOP_SERVE_PROCESSES": "1"}
+        for sock in sockets:
+            fd = sock.fileno()
+            command = [sys.executable, "-m", "pressloop.cli", "serve", "--fd", str(fd)]
+            self.processes.append(subprocess.Popen(command, pass_fds=(fd,), env=base))
+            # The child has it now; a copy kept here would keep a stopped child's socket
+            # receiving connections nobody accepts.
+            sock.close()
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.processes]
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """SIGTERM (each finishes its runs' writes and closes), SIGKILL after `grace_s`."""
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        for process in self.processes:
+            try:
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
