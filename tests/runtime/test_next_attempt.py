@@ -20,6 +20,7 @@ from pressloop.contracts import EventType, RunStatus
 from pressloop.errors import LeaseLost
 from pressloop.providers.scripted import ScriptedProvider
 from pressloop.runtime.service import Service
+from pressloop.runtime.session import RunSession
 from pressloop.store.records import Claim
 from pressloop.store.schema import runs
 from tests.conftest import FakeClock
@@ -47,15 +48,24 @@ async def texts(service: Service, run_id: str) -> list[str]:
     return [e.data["text"] for e in await service.events(run_id) if e.type is EventType.MESSAGE]
 
 
-async def test_the_last_attempt_closing_late_keeps_the_next_attempts_writes(
-    make_service: ServiceFactory,
-) -> None:
+async def two_attempts(
+    make_service: ServiceFactory, first_writes: str | None = None
+) -> tuple[Service, str, RunSession, RunSession]:
+    """A run's first attempt's session (with `first_writes` committed) and its retry's."""
     service = await make_service([])
     [first] = await claimed(service, 1)
     last = session_of(service, first)
-    await last.emit(EventType.MESSAGE, {"text": "first attempt"})
-    await last.renew()
+    if first_writes is not None:
+        await last.emit(EventType.MESSAGE, {"text": first_writes})
+        await last.renew()
     retry = session_of(service, await next_attempt(service, first))
+    return service, first.run.id, last, retry
+
+
+async def test_the_last_attempt_closing_late_keeps_the_next_attempts_writes(
+    make_service: ServiceFactory,
+) -> None:
+    service, run_id, last, retry = await two_attempts(make_service, "first attempt")
 
     await retry.emit(EventType.MESSAGE, {"text": "second attempt"})
     renewal = asyncio.ensure_future(retry.renew())
@@ -63,17 +73,14 @@ async def test_the_last_attempt_closing_late_keeps_the_next_attempts_writes(
     await last.close()  # the first attempt's runner closes its session only now
 
     await asyncio.wait_for(renewal, COMMIT_WAIT_S)
-    assert await texts(service, first.run.id) == ["first attempt", "second attempt"]
+    assert await texts(service, run_id) == ["first attempt", "second attempt"]
     assert retry.failure is None
 
 
 async def test_a_stale_renewal_marked_first_neither_hides_nor_joins_the_next_attempt(
     make_service: ServiceFactory,
 ) -> None:
-    service = await make_service([])
-    [first] = await claimed(service, 1)
-    last = session_of(service, first)
-    retry = session_of(service, await next_attempt(service, first))
+    service, run_id, last, retry = await two_attempts(make_service)
 
     # The last attempt still has writes marked (its lease is gone) when the retry writes.
     await last.emit(EventType.MESSAGE, {"text": "stale"})
@@ -81,7 +88,7 @@ async def test_a_stale_renewal_marked_first_neither_hides_nor_joins_the_next_att
     await retry.emit(EventType.MESSAGE, {"text": "fresh"})
     await asyncio.wait_for(retry.renew(), COMMIT_WAIT_S)
 
-    assert await texts(service, first.run.id) == ["fresh"]
+    assert await texts(service, run_id) == ["fresh"]
     assert isinstance(last.failure, LeaseLost)
     assert retry.failure is None
 
