@@ -47,8 +47,11 @@ SEMANTIC_422 = {
     "create_schedule": "cron rules, IANA timezones and kind",
     # `30d`, `1d12h`, ... adding up to at most 3660 days.
     "create_token": "durations",
-    # The Idempotency-Key header and the body's idempotency_key must agree when both are sent.
-    "post_run": "the Idempotency-Key header against the body",
+    # The Idempotency-Key header and the body's idempotency_key must agree when both are sent;
+    # a key already used on the thread is for the same message only (the stateful phase reuses
+    # keys it read in earlier answers).
+    "post_run": "the Idempotency-Key header against the body, a key used for another message",
+    "spawn": "a key used for another message",
 }
 
 # Operations that change what every later request meets run last, each on its own, in order:
