@@ -30,7 +30,9 @@ STOP_GRACE_S = 30.0  # a process finishing its shutdown (uvicorn's, then the ser
 
 
 def reuse_port_sockets(host: str, port: int, count: int) -> list[socket.socket]:
-    """`count` listening sockets on one address (port 0: a free one, the same for all)."""
+    """`count` listening sockets on one address (port 0: a free one, the same for all). One
+    socket is bound without SO_REUSEPORT: a second server started on a port in use must fail,
+    not quietly take half of its connections."""
     sockets: list[socket.socket] = []
     try:
         for _ in range(count):
@@ -38,7 +40,8 @@ def reuse_port_sockets(host: str, port: int, count: int) -> list[socket.socket]:
             sock = socket.socket(family, socket.SOCK_STREAM)
             sockets.append(sock)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            if count > 1:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
             sock.bind((host, port))
             port = sock.getsockname()[1]
             sock.listen(2048)

@@ -11,7 +11,9 @@ import socket
 from pathlib import Path
 
 import httpx
+import pytest
 
+from pressloop.serve_processes import reuse_port_sockets
 from tests.support.serve import Serve, serve_env
 
 TURNS = 16  # each on a new connection: all on one of two processes by chance is 1 in 2**15
@@ -59,3 +61,22 @@ async def test_two_processes_share_the_port_and_the_turns(
         assert owners == {f"{host}:{server.process.pid}", f"{host}:{other}"}
     assert server.process.returncode == 0
     assert not alive(other)  # stopped with the first, and reaped by it
+
+
+def test_a_port_in_use_is_refused_to_a_second_server() -> None:
+    # One process binds without SO_REUSEPORT: a second server started by mistake on the same
+    # port fails, rather than quietly taking half of the first one's connections.
+    [first] = reuse_port_sockets("127.0.0.1", 0, 1)
+    try:
+        port = first.getsockname()[1]
+        for count in (1, 2):
+            with pytest.raises(OSError):
+                reuse_port_sockets("127.0.0.1", port, count)
+    finally:
+        first.close()
+    shared = reuse_port_sockets("127.0.0.1", 0, 2)
+    try:
+        assert len({s.getsockname()[1] for s in shared}) == 1
+    finally:
+        for sock in shared:
+            sock.close()
