@@ -78,10 +78,6 @@ class ServingProcesses:
             # receiving connections nobody accepts.
             sock.close()
 
-    @property
-    def pids(self) -> list[int]:
-        return [p.pid for p in self.processes]
-
     def stop(self, grace_s: float = STOP_GRACE_S) -> None:
         """SIGTERM (each finishes its runs' writes and closes), SIGKILL after `grace_s`."""
         for process in self.processes:
