@@ -79,6 +79,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="workload 3: Pressloop's `pressloop serve` as this many processes on its port "
         "(PRESSLOOP_SERVE_PROCESSES; the peers' app stays one process)",
     )
+    parser.add_argument(
+        "--pressloop-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="workload 3: a setting of Pressloop's `pressloop serve` for an experiment (e.g. "
+        "PRESSLOOP_COMMIT_THREAD=false); repeat for more (the report's command line shows them)",
+    )
     parser.add_argument("--sizes", type=_ints, default=[10, 1000, 100_000])
     parser.add_argument("--growth-turns", type=int, default=90)
     parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES, help="an admin connection")
@@ -105,6 +113,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
         parser.error(f"unknown names {sorted(unknown)} (and pressloop must be measured)")
     if options.repeats < 1:
         parser.error("--repeats must be at least 1")
+    for setting in options.pressloop_env:
+        name, equals, _value = setting.partition("=")
+        if not equals or not name.startswith("PRESSLOOP_"):
+            parser.error(f"--pressloop-env takes PRESSLOOP_NAME=value, not {setting!r}")
     return options
 
 
@@ -124,6 +136,7 @@ async def run(options: argparse.Namespace, logs: Path, results: dict[str, Any]) 
             log_dir=logs,
             model_port=port,
             serve_processes=options.serve_processes,
+            pressloop_env=dict(s.split("=", 1) for s in options.pressloop_env),
         )
         for workload in options.workloads:
             results["load"][workload] = facts.load()

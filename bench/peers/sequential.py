@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,8 @@ class Context:
     model_port: int
     # Streaming: `pressloop serve` as this many processes on its port (PRESSLOOP_SERVE_PROCESSES).
     serve_processes: int = 1
+    # Streaming: more settings of `pressloop serve`, for an experiment (`--pressloop-env`).
+    pressloop_env: dict[str, str] = field(default_factory=dict)
 
     def log(self, name: str) -> Path:
         return self.log_dir / f"{name}.log"

@@ -54,7 +54,12 @@ def peak_rss_mb(pid: int) -> float:
 
 
 async def _pressloop_server(
-    target: Target, port: int, log: Path, profile: Path | None, processes: int = 1
+    target: Target,
+    port: int,
+    log: Path,
+    profile: Path | None,
+    processes: int = 1,
+    settings: dict[str, str] | None = None,
 ) -> tuple[Process, str]:
     env = {
         "PRESSLOOP_SERVE_PROCESSES": str(processes),
@@ -69,6 +74,7 @@ async def _pressloop_server(
         "PRESSLOOP_BUDGET_USER_TOKENS": "0",
         "PRESSLOOP_BUDGET_SITE_ACTIONS": "0",
         "PRESSLOOP_BUDGET_SITE_TOKENS": "0",
+        **(settings or {}),
     }
     serve = ["serve", "--host", "127.0.0.1", "--port", str(port), "--no-local-wordpress"]
     if profile is not None:
@@ -220,7 +226,9 @@ async def stream_system(
         suffix = "" if round_ is None else f"-r{round_}"
         log = ctx.log(f"streaming-{key}-{database}{suffix}")
         if key == "pressloop":
-            server, kind = await _pressloop_server(target, port, log, profile, ctx.serve_processes)
+            server, kind = await _pressloop_server(
+                target, port, log, profile, ctx.serve_processes, ctx.pressloop_env
+            )
         else:
             server, kind = await _peer_server(key, target, port, log)
         limits = httpx.Limits(max_connections=streams + 20, max_keepalive_connections=streams + 20)
