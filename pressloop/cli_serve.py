@@ -24,7 +24,7 @@ from pressloop.observability.logs import configure_logging
 from pressloop.observability.tracing import setup_tracing, shutdown_tracing
 from pressloop.private_files import private_dir, write_private
 from pressloop.runtime.service import Service
-from pressloop.serve_processes import ServingProcesses, reuse_port_sockets, site_env
+from pressloop.serve_processes import ServingProcesses, reuse_port_sockets, shared_env
 from pressloop.ui import mount_ui
 
 if TYPE_CHECKING:
@@ -150,7 +150,7 @@ async def serve_api(
         if not settings.serve_runs:
             console.print("Turns run only in `pressloop worker`s (PRESSLOOP_SERVE_RUNS=0)")
         if len(sockets) > 1:
-            others = ServingProcesses(sockets[1:], site_env(settings))
+            others = ServingProcesses(sockets[1:], shared_env(settings))
             console.print(f"{len(sockets)} serving processes share the port", soft_wrap=True)
             if service.database.is_sqlite:
                 console.print(

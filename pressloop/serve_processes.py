@@ -52,11 +52,14 @@ def reuse_port_sockets(host: str, port: int, count: int) -> list[socket.socket]:
     return sockets
 
 
-def site_env(settings: Settings) -> dict[str, str]:
-    """The site the first process found (its local WordPress): the others act on the same."""
+def shared_env(settings: Settings) -> dict[str, str]:
+    """The site the first process found (its local WordPress): the others act on the same.
+    And their share of the machine's database connections (they are started as one process
+    each)."""
+    env = {"PRESSLOOP_DB_POOL_SIZE": str(settings.resolved_db_pool_size())}
     if not settings.wp_url:
-        return {}
-    env = {"PRESSLOOP_WP_URL": settings.wp_url}
+        return env
+    env["PRESSLOOP_WP_URL"] = settings.wp_url
     if settings.wp_user:
         env["PRESSLOOP_WP_USER"] = settings.wp_user
     if settings.wp_app_password:

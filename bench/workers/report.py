@@ -93,8 +93,9 @@ def findings(
         worst = max(churn, key=lambda o: o.stats.connects / o.case.runs)
         lines.append(
             f"- Connection churn: {case_name(worst)} opened {worst.stats.connects} connections "
-            f"for {worst.case.runs} runs. The pool keeps {pool.db_pool_size} connections and "
-            "closes every overflow connection it gets back while they are idle. Measured here, "
+            f"for {worst.case.runs} runs. The pool keeps {pool.resolved_db_pool_size()} "
+            "connections and closes every overflow connection it gets back while they are "
+            "idle. Measured here, "
             f"a transaction on a new connection costs {cost.new_wall_ms:.1f} ms "
             f"({cost.new_client_ms:.1f} ms of the client's CPU, {cost.new_server_ms:.1f} ms of "
             f"PostgreSQL's), on a pooled one {cost.pooled_wall_ms:.2f} ms "
@@ -248,7 +249,7 @@ def report(
         "the bench); separate worker machines would scale further. A process writes its runs "
         "through one group committer and claims in its own transactions, so it holds 2 or 3 "
         "connections whatever its concurrency (its pool may open up to "
-        f"{pool.db_pool_size} + {pool.db_max_overflow}).",
+        f"{pool.resolved_db_pool_size()} + {pool.db_max_overflow}).",
         "",
         throughput_table(throughput) if throughput else "(not run)",
         "",

@@ -134,7 +134,7 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
         database = Database.open(
             settings.resolved_database_url(),
             idle_transaction_timeout_s=max(1.0, settings.lease_ttl_s),
-            pool_size=settings.db_pool_size,
+            pool_size=settings.resolved_db_pool_size(),
             max_overflow=settings.db_max_overflow,
             pool_timeout_s=settings.db_pool_timeout_s,
             busy_timeout_s=settings.db_busy_timeout_s,

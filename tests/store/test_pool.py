@@ -1,5 +1,6 @@
 """The PostgreSQL pool's limits are settings: a transaction that cannot get a connection within
-PRESSLOOP_DB_POOL_TIMEOUT fails with a clear error instead of waiting 30 s."""
+PRESSLOOP_DB_POOL_TIMEOUT fails with a clear error instead of waiting 30 s. By default a process
+opens twice the machine's CPUs (shared by its serving processes), at least 4, and no overflow."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import time
 import pytest
 import sqlalchemy as sa
 
-from pressloop.config import Settings
+from pressloop.config import MIN_DB_POOL, Settings
 from pressloop.runtime.service import Service
+from pressloop.serve_processes import shared_env
 
 
 async def test_a_full_pool_fails_after_the_configured_timeout(
@@ -36,5 +38,48 @@ async def test_a_full_pool_fails_after_the_configured_timeout(
         # The pool works again once the connection is back.
         async with service.database.read() as conn:
             assert (await conn.execute(sa.select(1))).scalar_one() == 1
+    finally:
+        await service.close()
+
+
+def test_the_default_pool_is_twice_the_cpus_shared_by_the_serving_processes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("pressloop.config.usable_cpus", lambda: 8)
+    assert Settings(db_pool_size=None).resolved_db_pool_size() == 16
+    assert Settings(db_pool_size=None, serve_processes=4).resolved_db_pool_size() == 4
+    assert Settings(db_pool_size=None, db_max_overflow=0).db_max_overflow == 0
+    monkeypatch.setattr("pressloop.config.usable_cpus", lambda: 1)
+    assert Settings(db_pool_size=None).resolved_db_pool_size() == MIN_DB_POOL
+    assert Settings(db_pool_size=3).resolved_db_pool_size() == 3  # a setting wins
+    # The other serving processes are started as one process each: they get the share.
+    monkeypatch.setattr("pressloop.config.usable_cpus", lambda: 8)
+    shared = shared_env(Settings(db_pool_size=None, serve_processes=2, wp_url=None))
+    assert shared["PRESSLOOP_DB_POOL_SIZE"] == "8"
+
+
+async def test_a_process_opens_at_most_its_pool_and_no_overflow(
+    postgres_database: str, tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Requests beyond the pool wait for a connection (none is opened beyond it)."""
+    monkeypatch.setattr("pressloop.config.usable_cpus", lambda: 2)
+    settings = Settings(database_url=postgres_database, data_dir=str(tmp_path), db_pool_size=None)
+    service = await Service.open(settings, upgrade=False)
+    try:
+        in_use = 0
+        most = 0
+
+        async def transaction() -> None:
+            nonlocal in_use, most
+            async with service.database.read() as conn:
+                in_use += 1
+                most = max(most, in_use)
+                await conn.execute(sa.text("SELECT pg_sleep(0.05)"))
+                in_use -= 1
+
+        await asyncio.gather(*(transaction() for _ in range(12)))
+        assert most == MIN_DB_POOL
+        pool = service.database.engine.pool
+        assert pool.size() == MIN_DB_POOL and pool.overflow() <= 0
     finally:
         await service.close()
