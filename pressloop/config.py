@@ -183,8 +183,9 @@ class Settings(BaseSettings):
     # processes together must stay under the server's max_connections (docs/operations.md).
     # Unset: twice this machine's CPUs, at least 4 (`resolved_db_pool_size`). More connections
     # than the cores can serve only make transactions wait for each other's server processes:
-    # under 200 streamed turns on 2 cores, 20 + 10 gave the first token a p99 of 95-340 ms and
-    # 4 + 0 one of 14-35 ms, and the turns ended sooner (docs/benchmarks.md, section 3a).
+    # under 200 streamed turns on 2 cores (2 serving processes, medians of 3 repeats), 20 + 10
+    # gave the first token a p99 of 49-305 ms and 4 + 0 one of 19-28 ms, and the turns ended
+    # sooner (docs/benchmarks.md, section 3a).
     db_pool_size: int | None = Field(
         default=None, ge=1, validation_alias=_env("PRESSLOOP_DB_POOL_SIZE")
     )
