@@ -339,12 +339,13 @@ class Settings(BaseSettings):
         default = self.data_dir / "mcp.json"
         return default if default.exists() else None
 
-    def resolved_db_pool_size(self) -> int:
-        """The pool of each process: the setting, else twice the CPUs shared by the serving
-        processes of one machine (`serve_processes`), at least MIN_DB_POOL."""
+    def resolved_db_pool_size(self, cpus: int | None = None) -> int:
+        """The pool of each process: the setting, else twice the CPUs (this machine's unless
+        given) shared by the serving processes of one machine, at least MIN_DB_POOL."""
         if self.db_pool_size is not None:
             return self.db_pool_size
-        return max(MIN_DB_POOL, 2 * usable_cpus() // self.serve_processes)
+        cpus = usable_cpus() if cpus is None else cpus
+        return max(MIN_DB_POOL, 2 * cpus // self.serve_processes)
 
     def resolved_database_url(self) -> str:
         if self.database_url:

@@ -10,7 +10,7 @@ import time
 import pytest
 import sqlalchemy as sa
 
-from pressloop.config import MIN_DB_POOL, Settings
+from pressloop.config import MIN_DB_POOL, Settings, usable_cpus
 from pressloop.runtime.service import Service
 from pressloop.serve_processes import shared_env
 
@@ -42,28 +42,24 @@ async def test_a_full_pool_fails_after_the_configured_timeout(
         await service.close()
 
 
-def test_the_default_pool_is_twice_the_cpus_shared_by_the_serving_processes(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr("pressloop.config.usable_cpus", lambda: 8)
-    assert Settings(db_pool_size=None).resolved_db_pool_size() == 16
-    assert Settings(db_pool_size=None, serve_processes=4).resolved_db_pool_size() == 4
-    assert Settings(db_pool_size=None, db_max_overflow=0).db_max_overflow == 0
-    monkeypatch.setattr("pressloop.config.usable_cpus", lambda: 1)
-    assert Settings(db_pool_size=None).resolved_db_pool_size() == MIN_DB_POOL
-    assert Settings(db_pool_size=3).resolved_db_pool_size() == 3  # a setting wins
+def test_the_default_pool_is_twice_the_cpus_shared_by_the_serving_processes() -> None:
+    assert Settings(db_pool_size=None).resolved_db_pool_size(cpus=8) == 16
+    assert Settings(db_pool_size=None, serve_processes=4).resolved_db_pool_size(cpus=8) == 4
+    assert Settings(db_pool_size=None).resolved_db_pool_size(cpus=1) == MIN_DB_POOL
+    assert Settings(db_pool_size=3).resolved_db_pool_size(cpus=8) == 3  # a setting wins
+    assert Settings.model_fields["db_max_overflow"].default == 0
     # The other serving processes are started as one process each: they get the share.
-    monkeypatch.setattr("pressloop.config.usable_cpus", lambda: 8)
-    shared = shared_env(Settings(db_pool_size=None, serve_processes=2, wp_url=None))
-    assert shared["PRESSLOOP_DB_POOL_SIZE"] == "8"
+    shared = Settings(db_pool_size=None, serve_processes=2, wp_url=None)
+    assert shared_env(shared)["PRESSLOOP_DB_POOL_SIZE"] == str(shared.resolved_db_pool_size())
+    assert shared.resolved_db_pool_size() == max(MIN_DB_POOL, usable_cpus())
 
 
 async def test_a_process_opens_at_most_its_pool_and_no_overflow(
-    postgres_database: str, tmp_path: object, monkeypatch: pytest.MonkeyPatch
+    postgres_database: str, tmp_path: object
 ) -> None:
     """Requests beyond the pool wait for a connection (none is opened beyond it)."""
-    monkeypatch.setattr("pressloop.config.usable_cpus", lambda: 2)
     settings = Settings(database_url=postgres_database, data_dir=str(tmp_path), db_pool_size=None)
+    size = settings.resolved_db_pool_size()  # this machine's default
     service = await Service.open(settings, upgrade=False)
     try:
         in_use = 0
@@ -77,9 +73,9 @@ async def test_a_process_opens_at_most_its_pool_and_no_overflow(
                 await conn.execute(sa.text("SELECT pg_sleep(0.05)"))
                 in_use -= 1
 
-        await asyncio.gather(*(transaction() for _ in range(12)))
-        assert most == MIN_DB_POOL
+        await asyncio.gather(*(transaction() for _ in range(3 * size)))
+        assert most == size
         pool = service.database.engine.pool
-        assert pool.size() == MIN_DB_POOL and pool.overflow() <= 0
+        assert pool.size() == size and pool.overflow() <= 0
     finally:
         await service.close()
