@@ -7,7 +7,7 @@ import contextlib
 import os
 import signal
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import uvicorn
@@ -23,6 +23,8 @@ from pressloop.observability.exposition import check_open_metrics_address
 from pressloop.observability.logs import configure_logging
 from pressloop.observability.tracing import setup_tracing, shutdown_tracing
 from pressloop.private_files import private_dir, write_private
+from pressloop.providers.factory import load_sdk
+from pressloop.runtime import collector
 from pressloop.runtime.service import Service
 from pressloop.serve_processes import ServingProcesses, reuse_port_sockets, shared_env
 from pressloop.ui import mount_ui
@@ -128,6 +130,7 @@ async def serve_api(
         await check_site(console, settings)
     service = await Service.open(settings)
     others: ServingProcesses | None = None
+    unwatch_gc: Callable[[], None] | None = None
     try:
         if fd is None:
             await first_admin_token(service, settings, console)
@@ -136,6 +139,10 @@ async def serve_api(
         app = mount_ui(create_app(service, run_worker=settings.serve_runs, run_scheduler=True))
         mount_mcp(app, service)  # MCP over streamable HTTP at /mcp
         server = Server(uvicorn.Config(app, log_level="info", log_config=None))
+        # Before serving: the model SDK loaded and the start-up heap frozen, so neither the first
+        # turn nor a full collection under load stops the loop for long (runtime/collector.py).
+        load_sdk(settings)
+        unwatch_gc = collector.settle_process(settings, service.metrics, collector.SERVE_THRESHOLDS)
         if fd is not None:
             console.print(f"Pressloop serving process {os.getpid()} on the shared port")
             await server.serve(sockets=[socket.socket(fileno=fd)])
@@ -163,6 +170,8 @@ async def serve_api(
         if others is not None:
             await asyncio.to_thread(others.stop)
         await service.close()
+        if unwatch_gc is not None:
+            unwatch_gc()
         shutdown_tracing()  # the last spans exported
         if site is not None:
             await asyncio.to_thread(site.stop)

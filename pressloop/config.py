@@ -243,6 +243,13 @@ class Settings(BaseSettings):
     serve_processes: int = Field(
         default=1, ge=1, le=64, validation_alias=_env("PRESSLOOP_SERVE_PROCESSES")
     )
+    # The cyclic garbage collector's thresholds in `pressloop serve` and `pressloop worker`
+    # (`runtime/collector.py`): three numbers, `gc.set_threshold`'s; '' for the process's own.
+    gc_thresholds: str = Field(
+        default="",
+        pattern=r"^\s*(\d+\s*,\s*\d+\s*,\s*\d+\s*)?$",
+        validation_alias=_env("PRESSLOOP_GC_THRESHOLDS"),
+    )
     # Cancel (DESIGN.md section 8): how often a process looks for cancels asked elsewhere for
     # the runs it runs, and how long a cancel request waits for a running run to stop.
     cancel_poll_s: float = Field(default=0.5, gt=0, validation_alias=_env("PRESSLOOP_CANCEL_POLL"))
@@ -346,6 +353,13 @@ class Settings(BaseSettings):
             return self.db_pool_size
         cpus = usable_cpus() if cpus is None else cpus
         return max(MIN_DB_POOL, 2 * cpus // self.serve_processes)
+
+    def resolved_gc_thresholds(self, default: tuple[int, int, int]) -> tuple[int, int, int]:
+        """PRESSLOOP_GC_THRESHOLDS, else the process's `default`."""
+        if not self.gc_thresholds.strip():
+            return default
+        young, middle, old = (int(part) for part in self.gc_thresholds.split(","))
+        return young, middle, old
 
     def resolved_database_url(self) -> str:
         if self.database_url:

@@ -96,8 +96,8 @@ Pressloop sends a text delta before its commit (its frame id says where a reconn
 the events a client must neither miss nor see twice are committed before their frame leaves.
 The first token carries the model server's CLOCK_MONOTONIC time taken just before it is
 written; the bench client (aiohttp, every stream on its own connection) reads the clock when
-it has parsed the first frame that carries it. Two turns warm each server up first (Pressloop
-loads the model SDK on its first turn) and are not counted.
+it has parsed the first frame that carries it. Two turns warm each server up first (its
+connection pools and caches; Pressloop loads the model SDK at start) and are not counted.
 
 Two floors run beside the systems, never counted as peers. **Harness alone**: each stream is
 the turn's last model call, read by the same client straight from the model server (all 200

@@ -29,6 +29,9 @@ from pressloop.contracts import Trigger
 # time is 600 s). A model call: a fraction of a second to the provider timeout (120 s).
 RUN_BUCKETS: tuple[float, ...] = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
 MODEL_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120)
+# A collection's pause: well under a millisecond to a few hundred (a full one over a big heap).
+GC_BUCKETS: tuple[float, ...] = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1)
+GC_GENERATIONS = ("0", "1", "2")
 
 UNKNOWN_ACTION = "unknown"
 DEAD_REASONS = ("retries_exhausted", "lease_expired")
@@ -122,6 +125,21 @@ class Metrics:
             ["provider", "model", "kind"],
             registry=r,
         )
+        self.gc_pauses = Histogram(
+            "pressloop_gc_pause_seconds",
+            "Collections of Python's cyclic garbage collector in this process, by generation "
+            "(2: a full one): the event loop, and every stream it serves, wait meanwhile. "
+            "Timed in `pressloop serve` and `pressloop worker` (runtime/collector.py).",
+            ["generation"],
+            buckets=GC_BUCKETS,
+            registry=r,
+        )
+        self.gc_frozen = Gauge(
+            "pressloop_gc_frozen_objects",
+            "Objects frozen once start-up was done: no collection walks them again "
+            "(runtime/collector.py; 0 in a process that did not settle).",
+            registry=r,
+        )
         self.action_calls = Counter(
             "pressloop_action_calls",
             "Action calls through the executor, by action and outcome (the step's status: "
@@ -146,8 +164,8 @@ class Metrics:
         self._zero_alerting_series()
 
     def _zero_alerting_series(self) -> None:
-        """Show the counters alerts watch at 0 from the start: `increase()` over a series that
-        appears with its first event would miss that event."""
+        """Show the counters alerts watch (and the GC pauses of each generation) at 0 from the
+        start: `increase()` over a series that appears with its first event would miss it."""
         for trigger in Trigger:
             self.run_retries.labels(trigger.value)
             for reason in DEAD_REASONS:
@@ -156,6 +174,8 @@ class Metrics:
                 self.lease_expiries.labels(trigger.value, outcome)
         for stage in BUDGET_STAGES:
             self.budget_refusals.labels(stage)
+        for generation in GC_GENERATIONS:
+            self.gc_pauses.labels(generation)
 
     # Hooks ---------------------------------------------------------------------------------
 
@@ -210,6 +230,12 @@ class Metrics:
             self._child(self.model_tokens, provider, model, "input").inc(input_tokens)
         if output_tokens:
             self._child(self.model_tokens, provider, model, "output").inc(output_tokens)
+
+    def gc_settled(self, frozen: int) -> None:
+        self.gc_frozen.set(frozen)
+
+    def gc_paused(self, generation: int, seconds: float) -> None:
+        self._child(self.gc_pauses, str(generation)).observe(seconds)
 
     def know_actions(self, known: Callable[[str], bool]) -> None:
         """Which names are actions (the registry's): others are counted as `unknown`."""

@@ -54,6 +54,22 @@ def build_provider(settings: Settings, *, sleep: Sleep = real_sleep) -> Provider
     )
 
 
+def load_sdk(settings: Settings) -> None:
+    """Import the configured provider's SDK now, without building the provider (no client, no
+    network): `pressloop serve` and `pressloop worker` at start. An import takes about a second
+    of the event loop, better before serving than in the first person's turn, and what it loads
+    is then frozen with the rest of start-up (`runtime/collector.py`). A provider that is not
+    configured loads nothing: every turn reports it until it is."""
+    try:
+        name = settings.provider or _detect(settings)
+    except ProviderNotConfigured:
+        return
+    if name == "anthropic":
+        import pressloop.providers.anthropic_messages  # noqa: F401
+    elif name not in ("scripted", "local"):  # neither uses a model SDK
+        import pressloop.providers.openai_chat  # noqa: F401
+
+
 def _detect(settings: Settings) -> str:
     for name in _KEY_VARIABLES:
         if _key(name, settings):

@@ -7,7 +7,6 @@ resting state, the rest are handed back to the queue for another worker.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import signal
 
@@ -17,20 +16,11 @@ from pressloop.config import Settings
 from pressloop.observability.exposition import MetricsServer, serve_metrics
 from pressloop.observability.logs import configure_logging
 from pressloop.observability.tracing import setup_tracing, shutdown_tracing
+from pressloop.providers.factory import load_sdk
+from pressloop.runtime import collector
 from pressloop.runtime.service import Service
 
 log = logging.getLogger(__name__)
-
-# A worker with hundreds of runs in flight allocates fast: with Python's default thresholds
-# (700, 10, 10) the cyclic collector ran ~550 times while 1,000 runs made 4 model calls each,
-# about a fifth of the worker's CPU. Collecting the young generation every 50,000 allocations
-# (and freezing what start-up allocated) leaves a few collections for the same work.
-GC_THRESHOLDS = (50_000, 20, 20)
-
-
-def tune_gc() -> None:
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
 
 
 async def run_worker(
@@ -49,7 +39,8 @@ async def run_worker(
         await service.close()
         shutdown_tracing()
         raise
-    tune_gc()
+    load_sdk(settings)
+    unwatch_gc = collector.settle_process(settings, service.metrics, collector.WORKER_THRESHOLDS)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -64,6 +55,7 @@ async def run_worker(
         log.info("worker %s stopping", service.runner.owner)
         await worker.stop(grace_s)
         await service.close()
+        unwatch_gc()
         if metrics is not None:
             metrics.close()
         shutdown_tracing()  # the last spans exported

@@ -1,7 +1,8 @@
 """`GET /metrics` of a real `pressloop serve` (SQLite and PostgreSQL): it parses with
 prometheus_client's own parser, needs an admin token, and each metric moves when what it counts
 happens: a run finishing, an approval pending, a retry and a dead run, an open stream, a budget
-refusal. The serve runs with JSON logs, whose lines carry the run's ids."""
+refusal, the garbage collector's pauses. The serve runs with JSON logs, whose lines carry the
+run's ids."""
 
 from __future__ import annotations
 
@@ -72,6 +73,8 @@ async def test_metrics_move_with_what_they_count(
         assert value(before, "pressloop_runs_dead_total", reason="lease_expired", **API) == 0
         assert "pressloop_runs_dead_total" in names(before)
         assert value(before, "pressloop_budget_refusals_total", stage="new_turn") == 0
+        # Start-up settled (runtime/collector.py): its heap frozen, the collections timed.
+        assert value(before, "pressloop_gc_frozen_objects") > 10_000
 
         # A run finishing: started, finished, its duration, the model call and its tokens.
         first = await post_run(client, "hello")
@@ -147,6 +150,7 @@ async def test_metrics_move_with_what_they_count(
             ended, "pressloop_model_tokens_total", **tokens
         )
         assert spent_tokens == 2000
+        assert value(after, "pressloop_gc_pause_seconds_count", generation="0") > 0
 
     assert_json_logs(server, first.json()["run"])
 

@@ -1,0 +1,82 @@
+"""Python's cyclic garbage collector in a long-running process (`pressloop serve`, `pressloop
+worker`).
+
+A collection stops the event loop for as long as it takes to walk the generations it collects,
+and every stream the process serves waits meanwhile. With the interpreter's defaults
+(700, 10, 10), a full collection walked everything start-up had loaded (the model SDK,
+SQLAlchemy, pydantic's schemas, FastAPI's routes): 170-230 ms each, 1-2 of them while a
+`pressloop serve` carried 200 streams, and 420-640 ms of collecting in all; settled as below:
+no full collection, 120-210 ms in all, the longest pause 14-24 ms (docs/benchmarks.md
+section 3b).
+
+So once start-up is done, `settle` collects once and freezes what survived (`gc.freeze`: it is
+not walked again; the process keeps it all its life anyway), and sets the thresholds:
+
+- `pressloop serve` (`SERVE_THRESHOLDS`): the young generation at the default size, so a young
+  collection stays short, and a full collection only after 1,000 middle ones (still no sooner
+  than the interpreter's rule: 25% more long-lived objects than the last full one left), since
+  it walks every run's state in flight: the pauses a first token can meet stay short.
+- `pressloop worker` (`WORKER_THRESHOLDS`): no stream waits on its loop, and with hundreds of
+  runs in flight the default young size had it collecting ~550 times for 1,000 runs of 4 model
+  calls (a fifth of its CPU): every 50,000 allocations leaves a few collections for the same work.
+
+`PRESSLOOP_GC_THRESHOLDS` replaces either (three numbers, `gc.set_threshold`'s). `watch` times
+every collection for the process's metrics (`pressloop_gc_pause_seconds`, by generation), so an
+operator sees the pauses a stream meets.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pressloop.config import Settings
+from pressloop.observability.metrics import Metrics
+
+Thresholds = tuple[int, int, int]
+
+SERVE_THRESHOLDS: Thresholds = (700, 10, 1000)
+WORKER_THRESHOLDS: Thresholds = (50_000, 20, 20)
+
+
+def settle(thresholds: Thresholds) -> int:
+    """Collect what start-up left, freeze the rest, and collect with `thresholds` from now on;
+    how many objects are frozen."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*thresholds)
+    return gc.get_freeze_count()
+
+
+OnPause = Callable[[int, float], None]  # (generation, seconds)
+
+
+class _PauseTimer:
+    """A `gc.callbacks` entry: the time from each collection's start to its stop."""
+
+    def __init__(self, on_pause: OnPause, clock: Callable[[], float]) -> None:
+        self.on_pause = on_pause
+        self.clock = clock
+        self.started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self.started = self.clock()
+        else:
+            self.on_pause(info["generation"], self.clock() - self.started)
+
+
+def watch(on_pause: OnPause, clock: Callable[[], float] = time.perf_counter) -> Callable[[], None]:
+    """Call `on_pause(generation, seconds)` after every collection; returns the unwatch."""
+    timer = _PauseTimer(on_pause, clock)
+    gc.callbacks.append(timer)
+    return lambda: gc.callbacks.remove(timer)
+
+
+def settle_process(settings: Settings, metrics: Metrics, default: Thresholds) -> Callable[[], None]:
+    """What a serving or worker process does once start-up is done: settle with the configured
+    thresholds (else `default`), and time the collections in `metrics`; returns the unwatch."""
+    metrics.gc_settled(settle(settings.resolved_gc_thresholds(default)))
+    return watch(metrics.gc_paused)

@@ -1,0 +1,128 @@
+"""A long-running process settles its heap once start-up is done (`runtime/collector.py`): the
+garbage start-up left is collected, what survived is frozen (no collection walks it again), the
+thresholds are the process's or PRESSLOOP_GC_THRESHOLDS; every collection is timed for the
+metrics. `pressloop serve` doing it is checked on its `/metrics` (tests/observability), the
+model SDK loaded before the freeze here, in fresh interpreters."""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import json
+import subprocess
+import sys
+import weakref
+from collections.abc import Iterator
+
+import pytest
+from pydantic import ValidationError
+
+from pressloop.config import Settings
+from pressloop.runtime import collector
+from tests.support.processes import ROOT, isolated_env
+
+
+class Node:
+    """A container that can sit in a reference cycle."""
+
+    def __init__(self) -> None:
+        self.other: Node | None = None
+
+
+@pytest.fixture
+def restored_collector() -> Iterator[None]:
+    thresholds = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*thresholds)
+
+
+def cycle() -> Node:
+    first, second = Node(), Node()
+    first.other, second.other = second, first
+    return first
+
+
+def tracked(obj: object) -> bool:
+    """`obj` is in one of the generations a collection walks (frozen objects are in none)."""
+    return any(o is obj for o in gc.get_objects())
+
+
+def test_settle_collects_start_up_garbage_and_freezes_the_rest(restored_collector: None) -> None:
+    garbage = weakref.ref(cycle())  # unreachable, kept alive only by its cycle
+    kept = cycle()
+    assert garbage() is not None and tracked(kept)
+
+    frozen = collector.settle((700, 10, 1000))
+
+    assert garbage() is None  # collected, not frozen for the process's life
+    assert not tracked(kept)  # frozen: no collection walks it again
+    assert frozen == gc.get_freeze_count() > 0
+    assert gc.get_threshold() == (700, 10, 1000)
+    made_after = cycle()
+    assert tracked(made_after)  # what the process makes later is collected as usual
+
+
+def test_watch_times_every_collection_by_generation() -> None:
+    ticks = itertools.count(start=0.0, step=0.25)  # each call of the clock: 0.25 s later
+    pauses: list[tuple[int, float]] = []
+    unwatch = collector.watch(lambda gen, s: pauses.append((gen, s)), clock=lambda: next(ticks))
+    try:
+        gc.collect(1)
+        gc.collect(2)
+    finally:
+        unwatch()
+    assert (1, 0.25) in pauses and (2, 0.25) in pauses
+    count = len(pauses)
+    gc.collect(0)
+    assert len(pauses) == count  # unwatched
+
+
+def test_gc_thresholds_setting() -> None:
+    process_default = (50_000, 20, 20)
+    assert Settings().resolved_gc_thresholds(process_default) == process_default
+    custom = Settings(gc_thresholds=" 2000, 5 ,100 ")
+    assert custom.resolved_gc_thresholds(process_default) == (2000, 5, 100)
+    for wrong in ("1,2", "a,b,c", "1,2,3,4", "-1,2,3"):
+        with pytest.raises(ValidationError, match="gc_thresholds|PRESSLOOP_GC_THRESHOLDS"):
+            Settings(gc_thresholds=wrong)
+
+
+LOADED = """
+import json, sys
+from pressloop.config import Settings
+from pressloop.providers.factory import load_sdk
+before = {"openai" in sys.modules, "anthropic" in sys.modules}
+load_sdk(Settings())
+print(json.dumps({"before": sorted(before), "openai": "openai" in sys.modules,
+                  "anthropic": "anthropic" in sys.modules}))
+"""
+
+
+def sdks_loaded(**settings: str) -> dict[str, object]:
+    """What `load_sdk` imports in a fresh interpreter configured with `settings`."""
+    env = isolated_env(**settings)
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED], env=env, cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    loaded: dict[str, object] = json.loads(done.stdout)
+    assert loaded["before"] == [False]  # neither SDK was imported by the settings alone
+    return loaded
+
+
+@pytest.mark.parametrize(
+    ("settings", "openai", "anthropic"),
+    [
+        ({"PRESSLOOP_PROVIDER": "openai-compatible", "PRESSLOOP_BASE_URL": "http://x/v1"}, 1, 0),
+        ({"PRESSLOOP_PROVIDER": "anthropic", "ANTHROPIC_API_KEY": "sk-test"}, 0, 1),
+        ({"OPENAI_API_KEY": "sk-test"}, 1, 0),  # detected from the key
+        ({"PRESSLOOP_PROVIDER": "scripted"}, 0, 0),
+        ({}, 0, 0),  # not configured: nothing loaded, no error (each turn reports it)
+    ],
+)
+def test_load_sdk_imports_only_the_configured_providers_sdk(
+    settings: dict[str, str], openai: int, anthropic: int
+) -> None:
+    loaded = sdks_loaded(**settings)
+    assert (loaded["openai"], loaded["anthropic"]) == (bool(openai), bool(anthropic))
