@@ -1,8 +1,11 @@
 """The service: one object that the API, the CLI and the worker share.
 
-It owns the database, the provider, the action registry and the runner, and offers the
-operations people use (submit a message, wait for or stream a run, cancel, requeue). Chat, API
-and background runs all go through `submit` and the same runner.
+It owns the database, the provider, the action registry and the runner, starts this process's
+worker, event listener and scheduler, and closes it all. What people do with it comes from its
+parts: the commands on runs (`service_runs.py`: submit a message, spawn, decide, cancel,
+requeue), the reads (`service_reads.py`, `overview_reads.py`: wait for or stream a run) and the
+admin's settings (`service_admin.py`). Chat, API and background runs all go through `submit`
+and the same runner.
 """
 
 from __future__ import annotations
@@ -12,45 +15,31 @@ import logging
 import os
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from pressloop.actions.registry import ActionSpec, Registry
 from pressloop.clock import Now, utc_now
 from pressloop.config import Settings
-from pressloop.contracts import Checkpoint, Multitask, RunStatus, Trigger
-from pressloop.errors import Conflict, InvalidRequest, NotFound, PayloadTooLarge
 from pressloop.observability.metrics import Metrics
 from pressloop.providers.base import Provider
 from pressloop.runtime.approvals import Approvals
-from pressloop.runtime.budget_gate import refuse_new_turn
-from pressloop.runtime.budgets import check_cooldown
 from pressloop.runtime.bus import EventBus
-from pressloop.runtime.direct_calls import direct_call
-from pressloop.runtime.enqueue import RunRequest, enqueue_run
 from pressloop.runtime.heartbeat_runs import Scheduler
 from pressloop.runtime.heartbeat_schedules import Schedules
-from pressloop.runtime.kill_switch import refuse_if_disabled
 from pressloop.runtime.mcp_tools import McpTools
-from pressloop.runtime.observed import count_reclaimed, metrics_from
-from pressloop.runtime.outcome import cancelled_transcript
+from pressloop.runtime.observed import metrics_from
 from pressloop.runtime.overview_reads import OverviewReads
 from pressloop.runtime.runner import Runner
 from pressloop.runtime.service_admin import ServiceAdmin
-from pressloop.runtime.service_reads import ServiceReads
-from pressloop.runtime.spawn import Spawned, Spawner
+from pressloop.runtime.service_runs import ServiceRuns
+from pressloop.runtime.spawn import Spawner
 from pressloop.runtime.undo import Undo
 from pressloop.runtime.wiring import cached_provider, default_actions, wire_actions
 from pressloop.runtime.worker import Worker
 from pressloop.store import agents as agent_store
-from pressloop.store import claims as claim_store
 from pressloop.store import migrate
-from pressloop.store import runs as run_store
-from pressloop.store import threads as thread_store
-from pressloop.store.approvals import ApprovalRecord
 from pressloop.store.db import Database
 from pressloop.store.notify import Listener
-from pressloop.store.records import RunRecord, ThreadRecord
 
 log = logging.getLogger(__name__)
 
@@ -59,15 +48,7 @@ def default_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-@dataclass(kw_only=True)
-class Submission:
-    run: RunRecord
-    created: bool
-    # With `start_here`: the task running the new run in this process (its resting record).
-    started: asyncio.Task[RunRecord | None] | None = None
-
-
-class Service(ServiceReads, OverviewReads, ServiceAdmin):
+class Service(ServiceRuns, OverviewReads, ServiceAdmin):
     def __init__(
         self,
         *,
@@ -188,14 +169,6 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
         self._keep(asyncio.create_task(self.scheduler.run_forever(), name="scheduler"))
         return self.scheduler
 
-    def _queued(self, _run_id: str) -> None:
-        if self.worker is not None:
-            self.worker.wake()
-
-    def _keep(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     async def close(self) -> None:
         if self.scheduler is not None:
             self.scheduler.stop()
@@ -211,250 +184,6 @@ class Service(ServiceReads, OverviewReads, ServiceAdmin):
             await close()
         await self.wiring.aclose()
         await self.database.close()
-
-    # Threads ---------------------------------------------------------------------------------
-
-    async def create_thread(
-        self,
-        *,
-        title: str = "",
-        created_by: str | None = None,
-        agent_id: str = agent_store.DEFAULT_AGENT_ID,
-        metadata: dict[str, Any] | None = None,
-    ) -> ThreadRecord:
-        async with self.database.write() as conn:
-            if await agent_store.get_agent(conn, agent_id) is None:
-                raise NotFound(f"agent {agent_id!r} does not exist")
-            return await thread_store.create_thread(
-                conn,
-                agent_id=agent_id,
-                now=self.now(),
-                title=title,
-                created_by=created_by,
-                metadata=metadata,
-            )
-
-    # Runs ------------------------------------------------------------------------------------
-
-    async def submit(
-        self,
-        thread_id: str,
-        message: str | None,
-        *,
-        trigger: Trigger = Trigger.CHAT,
-        user: str | None = None,
-        multitask: Multitask = Multitask.ENQUEUE,
-        idempotency_key: str | None = None,
-        policy: dict[str, Any] | None = None,
-        start_here: bool = False,
-        direct: Checkpoint | None = None,
-    ) -> Submission:
-        """Queue a run of `message` on the thread, following `multitask` if the thread is busy.
-
-        `start_here`: this process runs a new run at once, claimed in the transaction that
-        creates it (one transaction fewer a turn), instead of waking the worker (both at once
-        would race to claim it, and one claim would be wasted).
-        `direct`: the run executes the calls this checkpoint holds, with no model
-        (`call_action`); no cooldown (that spaces out a person's messages to the model)."""
-        if message is not None:
-            self._check_message(message)
-            if not message.strip():
-                raise InvalidRequest("the message is empty")
-        if idempotency_key is not None and not 0 < len(idempotency_key) <= 200:
-            raise InvalidRequest("an idempotency key has 1 to 200 characters")
-        start_here = start_here and self.runs_turns
-        interrupted: str | None = None
-        now = self.now()
-        async with self.database.write() as conn:
-            thread = await thread_store.get_thread(conn, thread_id)
-            if thread is None:
-                raise NotFound(f"thread {thread_id!r} does not exist")
-            if idempotency_key is None or not await run_store.find_by_key(
-                conn, thread_id, idempotency_key
-            ):
-                await refuse_if_disabled(conn, self.settings)  # before anything is stored
-                active = await run_store.active_run(conn, thread_id)
-                if active is not None and multitask is Multitask.REJECT:
-                    raise Conflict(
-                        f"thread {thread_id} is busy with run {active.id} ({active.status.value})"
-                    )
-                if direct is None:
-                    await check_cooldown(conn, self.settings, user=user, trigger=trigger, now=now)
-                await refuse_new_turn(conn, self.runner, user=user)  # 429 while a budget is spent
-                if active is not None and multitask is Multitask.INTERRUPT:
-                    await run_store.request_cancel(
-                        conn, active.id, now=now, ended=cancelled_transcript
-                    )
-                    interrupted = active.id
-            request = RunRequest(
-                trigger=trigger,
-                message=message,
-                requesting_user=user,
-                execution_user=user,
-                policy=policy,
-                idempotency_key=idempotency_key,
-                multitask=multitask,
-                checkpoint=direct,
-            )
-            run, created = await enqueue_run(
-                conn, thread, request, now=now, max_attempts=self.settings.max_attempts
-            )
-            claim = None
-            if created and start_here:
-                claim = await self.runner.claimer.claim_in(conn, run.id)
-        if interrupted is not None:
-            self.runner.signal_cancel(interrupted)  # stops now if it runs here (else: CancelWatch)
-        started = None
-        if created and start_here:
-            # Not claimed (the thread is busy): run_now tries again (once the interrupted run
-            # has stopped), else a worker takes it.
-            work = self.runner.run_claim(claim) if claim else self._run_after(interrupted, run.id)
-            started = asyncio.create_task(work, name=f"run:{run.id}")
-            self._keep(started)
-        elif created and self.worker is not None:
-            self.worker.wake()
-        return Submission(run=run, created=created, started=started)
-
-    async def call_action(
-        self,
-        action: str,
-        params: dict[str, Any],
-        *,
-        user: str | None,
-        trigger: Trigger = Trigger.MCP,
-        thread_id: str | None = None,
-        idempotency_key: str | None = None,
-        start_here: bool = True,
-    ) -> Submission:
-        """Run one action directly (an MCP client's tool call): a run on the thread (a new one
-        if none is given) that passes the call through the executor under `trigger`'s policy
-        (approval, budget, ledger, events) and ends with its result, no model involved."""
-        if self.registry.get(action) is None:
-            await self.mcp_tools.refresh()  # an outside server's tool, not listed here yet
-        spec = self.registry.get(action)
-        if spec is None:
-            raise NotFound(f"no action is named {action!r}")
-        start = direct_call(spec, params, user=user, trigger=trigger)
-        if thread_id is None:
-            thread_id = (await self.create_thread(title=start.title, created_by=user)).id
-        return await self.submit(
-            thread_id,
-            start.message,
-            trigger=trigger,
-            user=user,
-            idempotency_key=idempotency_key,
-            start_here=start_here,
-            direct=start.checkpoint,
-        )
-
-    async def spawn(
-        self,
-        thread_id: str,
-        message: str,
-        *,
-        wait: bool = False,
-        user: str | None = None,
-        idempotency_key: str | None = None,
-        title: str = "",
-    ) -> Spawned:
-        """Start a child agent on a new thread under `thread_id` (`POST /v1/threads/{id}/spawn`)."""
-        self._check_message(message)
-        await self.check_enabled()
-        spawned = await self.spawner.spawn_child(
-            thread_id, message, wait=wait, title=title, key=idempotency_key, user=user
-        )
-        self._queued(spawned.run.id)
-        return spawned
-
-    def _check_message(self, message: str) -> None:
-        if len(message) > self.settings.max_message_chars:
-            raise PayloadTooLarge(
-                f"the message has {len(message)} characters; the limit is "
-                f"{self.settings.max_message_chars} (PRESSLOOP_MAX_MESSAGE_CHARS)"
-            )
-
-    async def check_enabled(self) -> None:
-        """Raise `AgentDisabled` while the kill switch is on (before a command stores anything:
-        `pressloop chat` asks before it makes a thread)."""
-        async with self.database.read() as conn:
-            await refuse_if_disabled(conn, self.settings)
-
-    async def decide(
-        self,
-        approval_id: str,
-        *,
-        approve: bool,
-        by: str | None,
-        note: str | None = None,
-        params: dict[str, Any] | None = None,
-    ) -> ApprovalRecord:
-        """Approve (optionally with edited params) or reject; the run resumes either way."""
-        if params is not None:  # checked against the action's model: an outside tool's too
-            action = (await self.approvals.get(approval_id)).action
-            if self.registry.get(action) is None and "." in action:
-                await self.mcp_tools.refresh()
-        decided = await self.approvals.decide(
-            approval_id, approve=approve, by=by, note=note, params=params
-        )
-        self._queued(decided.run_id)
-        return decided
-
-    async def undo(self, entry_id: int, *, by: str | None) -> dict[str, Any]:
-        return await self.undoer.undo(entry_id, by=by)
-
-    async def run_now(self, run_id: str) -> RunRecord | None:
-        """Claim this run here and run it, if it is runnable now (else a worker will)."""
-        claim = await self.runner.claimer.claim(run_id)
-        if claim is None and self.runner.runs_here(run_id):
-            return None  # this process's worker took it first
-        if claim is None:
-            # Perhaps a crashed process still holds the thread: free expired leases, try again.
-            async with self.database.write() as conn:
-                reclaimed = await claim_store.reclaim_expired_runs(conn, now=self.now())
-            count_reclaimed(self.metrics, reclaimed)
-            claim = await self.runner.claimer.claim(run_id)
-        if claim is None:
-            return None
-        return await self.runner.run_claim(claim)
-
-    async def _run_after(self, interrupted: str | None, run_id: str) -> RunRecord | None:
-        """Run `run_id` here once the run it interrupts has stopped (within a second when it
-        runs anywhere; PRESSLOOP_CANCEL_WAIT at most), so the new message starts at once."""
-        if interrupted is not None and self.settings.cancel_wait_s > 0:
-            await self.wait(interrupted, timeout_s=self.settings.cancel_wait_s)
-        return await self.run_now(run_id)
-
-    def start_run_soon(self, run_id: str) -> None:
-        if self.runs_turns:
-            self._keep(asyncio.create_task(self.run_now(run_id), name=f"run:{run_id}"))
-
-    async def cancel(self, run_id: str) -> RunRecord:
-        """Cancel a queued or paused run at once; stop a running one, wherever it runs, and
-        answer once it has (or after PRESSLOOP_CANCEL_WAIT, still `running` while it stops)."""
-        async with self.database.write() as conn:
-            run = await run_store.request_cancel(
-                conn, run_id, now=self.now(), ended=cancelled_transcript
-            )
-        if run is None:
-            raise NotFound(f"run {run_id!r} does not exist")
-        self.runner.signal_cancel(run_id)
-        self.bus.notify(run_id)
-        if run.status is RunStatus.RUNNING and self.settings.cancel_wait_s > 0:
-            return await self.wait(run_id, timeout_s=self.settings.cancel_wait_s)
-        return run
-
-    async def requeue(self, run_id: str) -> RunRecord:
-        run = await self.get_run(run_id)
-        if run.status not in (RunStatus.DEAD, RunStatus.FAILED, RunStatus.TIMED_OUT):
-            raise Conflict(
-                f"run {run_id} is {run.status.value}; only dead, failed or timed-out "
-                "runs can be requeued"
-            )
-        async with self.database.write() as conn:
-            requeued = await run_store.requeue(conn, run_id, now=self.now())
-        assert requeued is not None
-        self._queued(run_id)
-        return requeued
 
     # Usage counters --------------------------------------------------------
 
