@@ -134,6 +134,10 @@ class Metrics:
             buckets=GC_BUCKETS,
             registry=r,
         )
+        # Each generation's series, made (and shown at 0) now: `gc_paused` runs inside a
+        # collection, which may have started while this thread held a metric's lock
+        # (prometheus-client's are not re-entrant), so it takes no lock but its child's own.
+        self._gc_pause_children = {g: self.gc_pauses.labels(g) for g in GC_GENERATIONS}
         self.gc_frozen = Gauge(
             "pressloop_gc_frozen_objects",
             "Objects frozen once start-up was done: no collection walks them again "
@@ -164,8 +168,8 @@ class Metrics:
         self._zero_alerting_series()
 
     def _zero_alerting_series(self) -> None:
-        """Show the counters alerts watch (and the GC pauses of each generation) at 0 from the
-        start: `increase()` over a series that appears with its first event would miss it."""
+        """Show the counters alerts watch at 0 from the start: `increase()` over a series that
+        appears with its first event would miss that event."""
         for trigger in Trigger:
             self.run_retries.labels(trigger.value)
             for reason in DEAD_REASONS:
@@ -174,8 +178,6 @@ class Metrics:
                 self.lease_expiries.labels(trigger.value, outcome)
         for stage in BUDGET_STAGES:
             self.budget_refusals.labels(stage)
-        for generation in GC_GENERATIONS:
-            self.gc_pauses.labels(generation)
 
     # Hooks ---------------------------------------------------------------------------------
 
@@ -235,7 +237,9 @@ class Metrics:
         self.gc_frozen.set(frozen)
 
     def gc_paused(self, generation: int, seconds: float) -> None:
-        self._child(self.gc_pauses, str(generation)).observe(seconds)
+        child = self._gc_pause_children.get(str(generation))
+        if child is not None:
+            child.observe(seconds)
 
     def know_actions(self, known: Callable[[str], bool]) -> None:
         """Which names are actions (the registry's): others are counted as `unknown`."""

@@ -18,6 +18,7 @@ import pytest
 from pydantic import ValidationError
 
 from pressloop.config import Settings
+from pressloop.observability.metrics import Metrics
 from pressloop.runtime import collector
 from tests.support.processes import ROOT, isolated_env
 
@@ -78,6 +79,29 @@ def test_watch_times_every_collection_by_generation() -> None:
     assert len(pauses) == count  # unwatched
 
 
+def test_the_metrics_count_each_collection_by_generation() -> None:
+    metrics = Metrics(process=False)
+
+    def count(generation: str) -> float:
+        value = metrics.registry.get_sample_value(
+            "pressloop_gc_pause_seconds_count", {"generation": generation}
+        )
+        assert value is not None  # every generation's series is there from the start
+        return value
+
+    assert count("2") == 0
+    unwatch = collector.watch(metrics.gc_paused)
+    try:
+        gc.collect(2)
+        gc.collect(2)
+    finally:
+        unwatch()
+    watched = count("2")
+    assert watched >= 2
+    gc.collect(2)
+    assert count("2") == watched  # unwatched: no more
+
+
 def test_gc_thresholds_setting() -> None:
     process_default = (50_000, 20, 20)
     assert Settings().resolved_gc_thresholds(process_default) == process_default
@@ -91,6 +115,7 @@ def test_gc_thresholds_setting() -> None:
 LOADED = """
 import json, sys
 from pressloop.config import Settings
+from pressloop.observability.metrics import Metrics
 from pressloop.providers.factory import load_sdk
 before = {"openai" in sys.modules, "anthropic" in sys.modules}
 load_sdk(Settings())
