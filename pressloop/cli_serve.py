@@ -23,7 +23,6 @@ from pressloop.observability.exposition import check_open_metrics_address
 from pressloop.observability.logs import configure_logging
 from pressloop.observability.tracing import setup_tracing, shutdown_tracing
 from pressloop.private_files import private_dir, write_private
-from pressloop.providers.factory import load_sdk
 from pressloop.runtime import collector
 from pressloop.runtime.service import Service
 from pressloop.serve_processes import ServingProcesses, reuse_port_sockets, shared_env
@@ -141,7 +140,6 @@ async def serve_api(
         server = Server(uvicorn.Config(app, log_level="info", log_config=None))
         # Before serving: the model SDK loaded and the start-up heap frozen, so neither the first
         # turn nor a full collection under load stops the loop for long (runtime/collector.py).
-        load_sdk(settings)
         unwatch_gc = collector.settle_process(settings, service.metrics, collector.SERVE_THRESHOLDS)
         if fd is not None:
             console.print(f"Pressloop serving process {os.getpid()} on the shared port")

@@ -9,8 +9,9 @@ SQLAlchemy, pydantic's schemas, FastAPI's routes): 170-230 ms each, 1-2 of them 
 no full collection, 120-210 ms in all, the longest pause 14-24 ms (docs/benchmarks.md
 section 3b).
 
-So once start-up is done, `settle` collects once and freezes what survived (`gc.freeze`: it is
-not walked again; the process keeps it all its life anyway), and sets the thresholds:
+So once start-up is done (and the configured model SDK loaded, `settle_process`), `settle`
+collects once and freezes what survived (`gc.freeze`: it is not walked again; the process keeps
+it all its life anyway), and sets the thresholds:
 
 - `pressloop serve` (`SERVE_THRESHOLDS`): the young generation at the default size, so a young
   collection stays short, and a full collection only after 1,000 middle ones (still no sooner
@@ -34,6 +35,7 @@ from typing import Any
 
 from pressloop.config import Settings
 from pressloop.observability.metrics import Metrics
+from pressloop.providers.factory import load_sdk
 
 Thresholds = tuple[int, int, int]
 
@@ -76,7 +78,9 @@ def watch(on_pause: OnPause, clock: Callable[[], float] = time.perf_counter) -> 
 
 
 def settle_process(settings: Settings, metrics: Metrics, default: Thresholds) -> Callable[[], None]:
-    """What a serving or worker process does once start-up is done: settle with the configured
-    thresholds (else `default`), and time the collections in `metrics`; returns the unwatch."""
+    """What a serving or worker process does once start-up is done: load the model SDK (so it is
+    frozen too, and not imported in the first turn), settle with the configured thresholds (else
+    `default`), and time the collections in `metrics`; returns the unwatch."""
+    load_sdk(settings)
     metrics.gc_settled(settle(settings.resolved_gc_thresholds(default)))
     return watch(metrics.gc_paused)

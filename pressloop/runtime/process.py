@@ -16,7 +16,6 @@ from pressloop.config import Settings
 from pressloop.observability.exposition import MetricsServer, serve_metrics
 from pressloop.observability.logs import configure_logging
 from pressloop.observability.tracing import setup_tracing, shutdown_tracing
-from pressloop.providers.factory import load_sdk
 from pressloop.runtime import collector
 from pressloop.runtime.service import Service
 
@@ -39,7 +38,6 @@ async def run_worker(
         await service.close()
         shutdown_tracing()
         raise
-    load_sdk(settings)
     unwatch_gc = collector.settle_process(settings, service.metrics, collector.WORKER_THRESHOLDS)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

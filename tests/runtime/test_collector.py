@@ -115,7 +115,6 @@ def test_gc_thresholds_setting() -> None:
 LOADED = """
 import json, sys
 from pressloop.config import Settings
-from pressloop.observability.metrics import Metrics
 from pressloop.providers.factory import load_sdk
 before = {"openai" in sys.modules, "anthropic" in sys.modules}
 load_sdk(Settings())
