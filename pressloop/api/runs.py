@@ -14,7 +14,14 @@ from pressloop.api.auth import SESSION_COOKIE, UI_HEADER, Operator, ServiceDep, 
 from pressloop.api.bounds import MAX_INT, Id, IdFilter
 from pressloop.api.errors import error_responses
 from pressloop.api.schemas import RunAccepted, RunCreate, RunOut, RunResult
-from pressloop.api.sse import LastEventId, event_stream, resume_point, sse_content, wants_stream
+from pressloop.api.sse import (
+    LastEventId,
+    ResumePoint,
+    event_stream,
+    resume_point,
+    sse_content,
+    wants_stream,
+)
 from pressloop.contracts import Event, RunStatus, Trigger
 from pressloop.errors import InvalidRequest
 from pressloop.runtime.service_reads import RESTING
@@ -90,6 +97,7 @@ async def post_run(
         idempotency_key=key,
         policy=policy,
         start_here=True,
+        follow=body.mode == "stream" and start_after == ResumePoint(0),
     )
     run, replayed = submission.run, not submission.created
     if replayed and run.input != body.message:
@@ -98,7 +106,9 @@ async def post_run(
             f"(run {run.id})"
         )
     if body.mode == "stream":
-        return event_stream(request, run.id, start=start_after)
+        return event_stream(
+            request, run.id, start=start_after, subscription=submission.subscription
+        )
     if body.mode == "background":
         return _json(RunAccepted(run=RunOut.of(run)), 202, replayed)
     run = await service.wait(run.id)

@@ -20,6 +20,7 @@ whole, from its `run.started`.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -32,7 +33,7 @@ from starlette.requests import Request
 
 from pressloop.api.bounds import EVENT_ID_PATTERN
 from pressloop.contracts import Event, EventType, RunStatus
-from pressloop.runtime.bus import DELTA_TYPES
+from pressloop.runtime.bus import DELTA_TYPES, Subscription
 from pressloop.runtime.service import Service
 
 SSE_MEDIA_TYPE = "text/event-stream"
@@ -138,11 +139,18 @@ PARKED_RETRY_MS = 15_000
 
 
 async def _frames(
-    service: Service, run_id: str, start: ResumePoint, tracker: StreamTracker
+    service: Service,
+    run_id: str,
+    start: ResumePoint,
+    tracker: StreamTracker,
+    subscription: Subscription | None,
 ) -> AsyncIterator[ServerSentEvent]:
     tracker.opened()
     try:
-        async for event in service.follow(run_id, after=start.seq, parts=start.parts):
+        events = service.follow(
+            run_id, after=start.seq, parts=start.parts, subscription=subscription
+        )
+        async for event in events:
             parked = (
                 event.type is EventType.RUN_FINISHED
                 and event.data.get("status") == RunStatus.WAITING_APPROVAL.value
@@ -157,9 +165,20 @@ async def _frames(
         tracker.closed()
 
 
-def event_stream(request: Request, run_id: str, *, start: ResumePoint) -> EventSourceResponse:
-    """Every event of the run after `start`, live, until the run finishes or rests."""
+def event_stream(
+    request: Request,
+    run_id: str,
+    *,
+    start: ResumePoint,
+    subscription: Subscription | None = None,
+) -> EventSourceResponse:
+    """Every event of the run after `start`, live, until the run finishes or rests.
+
+    `subscription`: made when the run was submitted, before its first event
+    (`Service.submit(follow=True)`): the stream begins without a database read."""
     state = request.app.state
-    return EventSourceResponse(
-        _frames(state.service, run_id, start, state.streams), ping=state.sse_ping_s
-    )
+    frames = _frames(state.service, run_id, start, state.streams, subscription)
+    if subscription is not None:
+        # A response dropped before its body starts never runs the generator's cleanup.
+        weakref.finalize(frames, state.service.bus.unsubscribe, run_id, subscription)
+    return EventSourceResponse(frames, ping=state.sse_ping_s)

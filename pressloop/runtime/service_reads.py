@@ -16,7 +16,7 @@ from pressloop.clock import Now
 from pressloop.config import Settings
 from pressloop.contracts import FINAL_RUN_STATUSES, Event, EventType, RunStatus, Trigger
 from pressloop.errors import NotFound
-from pressloop.runtime.bus import MAX_HELD_EVENTS, EventBus, Part, rest_after_parts
+from pressloop.runtime.bus import MAX_HELD_EVENTS, EventBus, Part, Subscription, rest_after_parts
 from pressloop.runtime.runner import Runner
 from pressloop.runtime.site_policies import caller_request
 from pressloop.store import events as event_store
@@ -116,7 +116,14 @@ class ServiceReads:
         async with self.database.read() as conn:
             return await event_store.list_events(conn, run_id, after_seq=after, limit=limit)
 
-    async def follow(self, run_id: str, *, after: int = 0, parts: int = 0) -> AsyncIterator[Event]:
+    async def follow(
+        self,
+        run_id: str,
+        *,
+        after: int = 0,
+        parts: int = 0,
+        subscription: Subscription | None = None,
+    ) -> AsyncIterator[Event]:
         """Every event after `after` (and after `parts` text delta parts beyond it: a stream
         position `after.parts`), live, until the run rests; each exactly once, in order.
 
@@ -127,16 +134,23 @@ class ServiceReads:
         as an event of the delta event it joins (its seq) with data `{"delta", "after": N,
         "part": k}`, the stream's position `N.k`; the committed event then brings only the text
         of parts not sent (usually none).
+
+        `subscription`: one made before the run's first event (`submit(follow=True)`): nothing
+        is stored that it will not bring, so the stream starts without reading the database
+        (it reads on a gap or a bare wake-up, as always). The stream owns it from here.
         """
+        if subscription is not None and (after or parts):
+            raise ValueError("a subscription from the run's start streams it from its start")
         seen, sent = after, parts  # sent: the parts sent beyond event `seen`
         # Where the next part may go: part `chain_k + 1` of event `chain_seq`, or part 1 of the
         # event after it once `chain_k` > 0 (a new event starts only after the last part of the
         # one before). Unknown (broken) while parts were lost or sent by another process.
         chain_seq, chain_k, broken = seen + 1, 0, sent > 0
-        subscription = self.bus.subscribe(run_id, parts=True)
+        read_database = subscription is None
+        if subscription is None:
+            subscription = self.bus.subscribe(run_id, parts=True)
         ahead: list[Part] = []  # parts of an event whose predecessor is not sent yet
         try:
-            read_database = True
             while True:
                 held = [e for e in subscription.take() if e.seq > seen]
                 new_parts, lost = subscription.take_parts()

@@ -19,6 +19,7 @@ from pressloop.observability.metrics import Metrics
 from pressloop.runtime.approvals import Approvals
 from pressloop.runtime.budget_gate import refuse_new_turn
 from pressloop.runtime.budgets import check_cooldown
+from pressloop.runtime.bus import Subscription
 from pressloop.runtime.direct_calls import direct_call
 from pressloop.runtime.enqueue import RunRequest, enqueue_run
 from pressloop.runtime.kill_switch import refuse_if_disabled
@@ -43,6 +44,9 @@ class Submission:
     created: bool
     # With `start_here`: the task running the new run in this process (its resting record).
     started: asyncio.Task[RunRecord | None] | None = None
+    # With `follow`: a subscription to the new run's events made before its first one, for
+    # `follow(subscription=...)`, which then owns it (None: the run is not started here).
+    subscription: Subscription | None = None
 
 
 class ServiceRuns(ServiceReads):
@@ -103,6 +107,7 @@ class ServiceRuns(ServiceReads):
         policy: dict[str, Any] | None = None,
         start_here: bool = False,
         direct: Checkpoint | None = None,
+        follow: bool = False,
     ) -> Submission:
         """Queue a run of `message` on the thread, following `multitask` if the thread is busy.
 
@@ -110,7 +115,11 @@ class ServiceRuns(ServiceReads):
         creates it (one transaction fewer a turn), instead of waking the worker (both at once
         would race to claim it, and one claim would be wasted).
         `direct`: the run executes the calls this checkpoint holds, with no model
-        (`call_action`); no cooldown (that spaces out a person's messages to the model)."""
+        (`call_action`); no cooldown (that spaces out a person's messages to the model).
+        `follow`: the caller streams the new run (`follow(subscription=...)`): when this process
+        starts it, it subscribes to its events before the run's task exists, so the stream needs
+        no database read to begin (under load, a read waits for a pooled connection behind the
+        turns' work, and the first token with it)."""
         if message is not None:
             self._check_message(message)
             if not message.strip():
@@ -159,8 +168,10 @@ class ServiceRuns(ServiceReads):
                 claim = await self.runner.claimer.claim_in(conn, run.id)
         if interrupted is not None:
             self.runner.signal_cancel(interrupted)  # stops now if it runs here (else: CancelWatch)
-        started = None
+        started, subscription = None, None
         if created and start_here:
+            if follow and claim:
+                subscription = self.bus.subscribe(run.id, parts=True)
             # Not claimed (the thread is busy): run_now tries again (once the interrupted run
             # has stopped), else a worker takes it.
             work = self.runner.run_claim(claim) if claim else self._run_after(interrupted, run.id)
@@ -168,7 +179,7 @@ class ServiceRuns(ServiceReads):
             self._keep(started)
         elif created and self.worker is not None:
             self.worker.wake()
-        return Submission(run=run, created=created, started=started)
+        return Submission(run=run, created=created, started=started, subscription=subscription)
 
     async def call_action(
         self,

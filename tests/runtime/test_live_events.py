@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from pressloop.contracts import Event, EventType
 from pressloop.runtime.service import Service
 from pressloop.runtime.service_reads import EVENT_PAGE
@@ -125,3 +127,68 @@ async def test_a_reader_catching_up_reads_every_page_without_waiting(
     # Three pages are stored; a wait between them would be a 30 s poll.
     await asyncio.wait_for(follow(), 10)
     assert [e.seq for e in received] == list(range(1, total + 2))
+
+
+class StreamReads:
+    """Counts the run and event reads made by one task (the stream's), not the turn's own."""
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task[list[Event]] | None = None
+
+    def __call__(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> bool:
+        head = statement.lstrip().upper()
+        reads = head.startswith("SELECT") and ("FROM RUN_EVENTS" in head or "FROM RUNS" in head)
+        return reads and asyncio.current_task() is self.task
+
+
+async def _streamed(service: Service, run_id: str, **kwargs: Any) -> list[Event]:
+    async with asyncio.timeout(10):
+        return [event async for event in service.follow(run_id, **kwargs)]
+
+
+async def test_a_stream_subscribed_when_its_run_was_submitted_reads_no_database(
+    make_service: ServiceFactory,
+) -> None:
+    # Under load a read waits for a pooled connection behind the turns' work, and the first
+    # token waited with it: the stream of a run this request starts needs none.
+    service: Service = await make_service(
+        [{"tool_calls": [{"name": "noop", "arguments": {}}]}, {"text": "all done, thanks"}],
+        event_poll_s=30.0,  # a fallback poll would read too, and take 30 s
+    )
+    thread = await service.create_thread()
+    stream_reads = StreamReads()
+    with EngineEvents(service, "before_cursor_execute", stream_reads) as reads:
+        submission = await service.submit(thread.id, "go", start_here=True, follow=True)
+        assert submission.subscription is not None and submission.started is not None
+        stream_reads.task = asyncio.create_task(
+            _streamed(service, submission.run.id, subscription=submission.subscription)
+        )
+        received = await stream_reads.task
+        await submission.started
+        assert reads.count == 0
+        # The same count sees a stream that begins by reading (the run is stored by now).
+        stream_reads.task = asyncio.create_task(_streamed(service, submission.run.id))
+        again = await stream_reads.task
+        assert reads.count >= 1
+    assert received[0].type is EventType.RUN_STARTED
+    assert received[-1].type is EventType.RUN_FINISHED
+    # The answer's text once: in parts sent before their commit, or in the stored delta.
+    text = "".join(e.data["delta"] for e in received if "delta" in e.data)
+    assert text == "all done, thanks"
+    # Every stored event in order, none twice (a delta sent whole as parts is not resent).
+    stored = await service.events(submission.run.id)
+    whole = [e.seq for e in received if "after" not in e.data]
+    assert whole == sorted(set(whole))
+    assert set(whole) <= {e.seq for e in stored}
+    assert {e.seq for e in stored if "delta" not in e.data} <= set(whole)
+    assert [e.seq for e in again] == [e.seq for e in stored]
+    assert not service.bus.subscribed(submission.run.id)
+
+
+async def test_a_subscription_from_the_start_cannot_resume_elsewhere(
+    make_service: ServiceFactory,
+) -> None:
+    service: Service = await make_service([])
+    subscription = service.bus.subscribe("run-x", parts=True)
+    with pytest.raises(ValueError, match="from its start"):
+        await _streamed(service, "run-x", after=3, subscription=subscription)
