@@ -7,7 +7,9 @@ before they ask SQLite:
 SQLite's busy handler polls, sleeping 1, 2, 5 ... up to 100 ms between tries, so with a few
 hundred writers at once (streams starting, their runs' commits) a writer could wait seconds for
 a lock that was free most of that time (measured: a group commit of 48 runs took 4.5 s under 200
-streams). Only writers of other processes still meet the busy handler. PostgreSQL: asyncpg.
+streams). Then a process's writer takes an OS file lock that the writers of other processes
+take too (`write_lock.py`), which wakes a waiter at once instead of polling; SQLite's busy
+handler is left for programs that do not take it. PostgreSQL: asyncpg.
 
 Statements built once: the repositories build the statements every turn runs at import time,
 with bound parameters (`sa.bindparam`), and execute them with a dict of values (for an UPDATE
@@ -34,6 +36,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from pressloop.private_files import private_sqlite
+from pressloop.store.write_lock import FileWriteLock
 
 
 def normalise_url(url: str) -> str:
@@ -153,6 +156,12 @@ class Database:
         self.engine = engine
         self.dialect = engine.dialect.name
         self._write_turns = _WriteTurns() if self.dialect == "sqlite" else None
+        # Writers of other processes on the same file: `write_lock.py`.
+        self._file_lock: FileWriteLock | None = None
+        path = engine.url.database
+        if self.dialect == "sqlite" and path and path != ":memory:":
+            busy_timeout_s = (options or {}).get("busy_timeout_s", 30.0)
+            self._file_lock = FileWriteLock(Path(path), timeout_s=busy_timeout_s)
         # What `open` was given: `open_another` opens the same database the same way.
         self._options = options or {}
 
@@ -225,8 +234,20 @@ class Database:
             async with self.engine.begin() as conn:
                 yield conn
             return
-        async with self._write_turns.turn(first=first), self.engine.begin() as conn:
+        async with (
+            self._write_turns.turn(first=first),
+            self._other_processes(),
+            self.engine.begin() as conn,
+        ):
             yield conn
+
+    @asynccontextmanager
+    async def _other_processes(self) -> AsyncIterator[None]:
+        if self._file_lock is None:
+            yield
+        else:
+            async with self._file_lock.held():
+                yield
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
