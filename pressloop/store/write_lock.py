@@ -21,6 +21,7 @@ import asyncio
 import fcntl
 import os
 import sqlite3
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -44,7 +45,7 @@ class FileWriteLock:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            await self._wait(descriptor)  # given up: the descriptor is closed there
+            await self._wait(descriptor)  # given up: the file is closed there
         except BaseException:
             os.close(descriptor)
             raise
@@ -54,14 +55,48 @@ class FileWriteLock:
             os.close(descriptor)  # lets the lock go
 
     async def _wait(self, descriptor: int) -> None:
-        """Wait for the lock in a thread (a blocking flock is not awaitable). Given up (timeout,
-        cancel), the thread still gets it in the end, and closes the file at once."""
+        """Wait for the lock on a thread of its own (a blocking flock is not awaitable; a daemon
+        thread, so that a process leaving while another holds the lock does not wait for it).
+        Given up (the timeout, a cancel) before the lock came, the thread closes the file the
+        moment it gets it; once handed over, the file is the waiter's to close."""
         loop = asyncio.get_running_loop()
-        waiting = loop.run_in_executor(None, fcntl.flock, descriptor, fcntl.LOCK_EX)
+        acquired: asyncio.Future[None] = loop.create_future()
+        ownership = threading.Lock()
+        handed, abandoned = False, False
+
+        def settle(failed: OSError | None) -> None:
+            if acquired.done():
+                return  # given up meanwhile: the give-up closed the file
+            if failed is None:
+                acquired.set_result(None)
+            else:
+                acquired.set_exception(failed)
+
+        def block() -> None:
+            nonlocal handed
+            failed: OSError | None = None
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+            except OSError as exc:
+                failed = exc
+            with ownership:
+                if not abandoned:
+                    try:
+                        loop.call_soon_threadsafe(settle, failed)
+                        handed = True
+                        return
+                    except RuntimeError:  # the loop is closed: nobody is waiting any more
+                        pass
+                os.close(descriptor)
+
+        threading.Thread(target=block, name="pressloop-sqlite-writers", daemon=True).start()
         try:
-            await asyncio.wait_for(asyncio.shield(waiting), self.timeout_s)
+            await asyncio.wait_for(acquired, self.timeout_s)
         except BaseException as exc:
-            waiting.add_done_callback(lambda _done: os.close(descriptor))
+            with ownership:
+                abandoned = True
+                if handed:
+                    os.close(descriptor)
             if isinstance(exc, TimeoutError):
                 # What SQLite's busy timeout raises (through SQLAlchemy) when it gives up.
                 locked = sqlite3.OperationalError(
