@@ -53,16 +53,22 @@ async def _stored(database: Database) -> list[str]:
         return list((await conn.execute(sa.text("SELECT who FROM log"))).scalars().all())
 
 
-async def test_a_writer_waits_for_another_process_and_goes_on_when_it_ends(path: Path) -> None:
-    one, other = _open(path), _open(path)
+def _hold(database: Database, who: str | None = None) -> tuple[asyncio.Task[None], asyncio.Event]:
+    """A write transaction (logging `who`) kept open until the returned event is set."""
     release = asyncio.Event()
 
     async def hold() -> None:
-        async with one.write() as conn:
-            await conn.execute(sa.text("INSERT INTO log VALUES ('one')"))
+        async with database.write() as conn:
+            if who is not None:
+                await conn.execute(sa.text("INSERT INTO log VALUES (:who)"), {"who": who})
             await release.wait()
 
-    holder = asyncio.create_task(hold())
+    return asyncio.create_task(hold()), release
+
+
+async def test_a_writer_waits_for_another_process_and_goes_on_when_it_ends(path: Path) -> None:
+    one, other = _open(path), _open(path)
+    holder, release = _hold(one, "one")
     await asyncio.sleep(0.05)
     waiter = asyncio.create_task(_log(other, "other"))
     await asyncio.sleep(0.3)
@@ -78,13 +84,7 @@ async def test_a_writer_waits_for_another_process_and_goes_on_when_it_ends(path:
 async def test_a_write_holds_the_file_lock_and_waits_for_it(path: Path) -> None:
     database = _open(path)
     lock_file = path.with_name(path.name + SUFFIX)
-    release = asyncio.Event()
-
-    async def hold() -> None:
-        async with database.write():
-            await release.wait()
-
-    holder = asyncio.create_task(hold())
+    holder, release = _hold(database)
     await asyncio.sleep(0.05)
     probe = os.open(lock_file, os.O_RDONLY)
     try:
@@ -111,13 +111,7 @@ async def test_a_writer_that_waits_past_the_busy_timeout_fails_and_leaves_no_loc
     path: Path,
 ) -> None:
     one, impatient = _open(path), _open(path, busy_timeout_s=0.2)
-    release = asyncio.Event()
-
-    async def hold() -> None:
-        async with one.write():
-            await release.wait()
-
-    holder = asyncio.create_task(hold())
+    holder, release = _hold(one)
     await asyncio.sleep(0.05)
     with pytest.raises(OperationalError, match="database is locked"):
         await _log(impatient, "impatient")
@@ -134,13 +128,7 @@ async def test_a_writer_that_waits_past_the_busy_timeout_fails_and_leaves_no_loc
 
 async def test_a_writer_cancelled_while_it_waits_leaves_no_lock(path: Path) -> None:
     one, other = _open(path), _open(path)
-    release = asyncio.Event()
-
-    async def hold() -> None:
-        async with one.write():
-            await release.wait()
-
-    holder = asyncio.create_task(hold())
+    holder, release = _hold(one)
     await asyncio.sleep(0.05)
     gone = asyncio.create_task(_log(other, "gone"))
     await asyncio.sleep(0.1)
