@@ -27,7 +27,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, closing
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, closing, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -152,16 +152,18 @@ class _WriteTurns:
 class Database:
     """One engine and the two kinds of transaction every repository function runs inside."""
 
-    def __init__(self, engine: AsyncEngine, *, options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        options: dict[str, Any] | None = None,
+        file_lock: FileWriteLock | None = None,
+    ) -> None:
         self.engine = engine
         self.dialect = engine.dialect.name
         self._write_turns = _WriteTurns() if self.dialect == "sqlite" else None
-        # Writers of other processes on the same file: `write_lock.py`.
-        self._file_lock: FileWriteLock | None = None
-        path = engine.url.database
-        if self.dialect == "sqlite" and path and path != ":memory:":
-            busy_timeout_s = (options or {}).get("busy_timeout_s", 30.0)
-            self._file_lock = FileWriteLock(Path(path), timeout_s=busy_timeout_s)
+        # A SQLite file's turns between processes (`write_lock.py`).
+        self._file_lock = file_lock
         # What `open` was given: `open_another` opens the same database the same way.
         self._options = options or {}
 
@@ -187,10 +189,12 @@ class Database:
             "busy_timeout_s": busy_timeout_s,
         }
         parsed = make_url(url)
+        file_lock = None
         if parsed.drivername.startswith("sqlite"):
             if parsed.database and parsed.database != ":memory:":
                 private_sqlite(Path(parsed.database))  # 0600, in a 0700 directory if new
                 _enter_wal(Path(parsed.database), busy_timeout_s)
+                file_lock = FileWriteLock(Path(parsed.database), timeout_s=busy_timeout_s)
             # A writer waits this long for another's lock (several processes on one file).
             engine = create_async_engine(url, connect_args={"timeout": busy_timeout_s})
             _prepare_sqlite(engine, sqlite_synchronous, busy_timeout_s)
@@ -211,7 +215,7 @@ class Database:
                     "server_settings": {"idle_in_transaction_session_timeout": timeout_ms}
                 },
             )
-        return cls(engine, options=options)
+        return cls(engine, options=options, file_lock=file_lock)
 
     def open_another(self, *, pool_size: int) -> Database:
         """The same database opened again, the same way, with a pool of its own of `pool_size`
@@ -234,20 +238,13 @@ class Database:
             async with self.engine.begin() as conn:
                 yield conn
             return
+        other_processes = self._file_lock.held() if self._file_lock else nullcontext()
         async with (
             self._write_turns.turn(first=first),
-            self._other_processes(),
+            other_processes,
             self.engine.begin() as conn,
         ):
             yield conn
-
-    @asynccontextmanager
-    async def _other_processes(self) -> AsyncIterator[None]:
-        if self._file_lock is None:
-            yield
-        else:
-            async with self._file_lock.held():
-                yield
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
