@@ -196,9 +196,10 @@ class Settings(BaseSettings):
     db_pool_timeout_s: float = Field(
         default=30.0, gt=0, validation_alias=_env("PRESSLOOP_DB_POOL_TIMEOUT")
     )
-    # PostgreSQL: the group commit runs on an event loop of its own, on a thread, so that its
-    # transactions do not wait for the main loop's turns under load (runtime/commit_loop.py).
-    commit_thread: bool = Field(default=True, validation_alias=_env("PRESSLOOP_COMMIT_THREAD"))
+    # PostgreSQL: the group commit on an event loop of its own, on a thread (commit_loop.py).
+    # Off by default: the two threads' handovers of the GIL and of each batch cost more CPU than
+    # the main loop's wait they save, now that the loop is rarely that late (benchmarks.md, 3d).
+    commit_thread: bool = Field(default=False, validation_alias=_env("PRESSLOOP_COMMIT_THREAD"))
     # How long a SQLite writer waits for another process's write lock before it fails.
     db_busy_timeout_s: float = Field(
         default=30.0, gt=0, validation_alias=_env("PRESSLOOP_DB_BUSY_TIMEOUT")

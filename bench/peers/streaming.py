@@ -110,6 +110,7 @@ async def _one_stream(
     session: aiohttp.ClientSession, url: str, body: dict[str, Any], headers: dict[str, str]
 ) -> dict[str, Any]:
     first_ms: float | None = None
+    stamp_ns: int | None = None
     finished = False
     started = time.perf_counter()
     async with session.post(url, json=body, headers=headers) as response:
@@ -119,10 +120,16 @@ async def _one_stream(
             if first_ms is None and line.startswith(b"data:"):
                 found = STAMP.search(line.decode())
                 if found:
-                    first_ms = (time.monotonic_ns() - int(found.group(1))) / 1e6
+                    stamp_ns = int(found.group(1))
+                    first_ms = (time.monotonic_ns() - stamp_ns) / 1e6
             elif line in (b"event: run.finished", b"event: done", b"data: [DONE]"):
                 finished = True
-    return {"first_ms": first_ms, "finished": finished, "turn_s": time.perf_counter() - started}
+    return {
+        "first_ms": first_ms,
+        "stamp_ns": stamp_ns,
+        "finished": finished,
+        "turn_s": time.perf_counter() - started,
+    }
 
 
 def _client_session(streams: int) -> aiohttp.ClientSession:
@@ -286,6 +293,9 @@ def _outcome(
     errors = [repr(o)[:200] for o in outcomes if isinstance(o, BaseException)]
     return {
         "first_ms": [o["first_ms"] for o in done if o["first_ms"] is not None],
+        # When each of those first tokens left the model server (its CLOCK_MONOTONIC, ns): how
+        # the first tokens were spread in time, beside how long each took.
+        "stamp_ns": [o["stamp_ns"] for o in done if o["first_ms"] is not None],
         "finished": sum(1 for o in done if o["finished"]),
         "streams": streams,
         "wall_s": wall,

@@ -1,4 +1,5 @@
-"""The group commit's own event loop, on a thread of its own (PostgreSQL).
+"""The group commit's own event loop, on a thread of its own (PostgreSQL, when
+`PRESSLOOP_COMMIT_THREAD=true`; off by default).
 
 A transaction on asyncpg is a few round trips (BEGIN, the fenced updates, the events, the
 notification, COMMIT), and each reply is read by the event loop that sent the statement. On the
@@ -8,6 +9,14 @@ most of the time and up to 350 ms, a group commit took up to 1.2 s, and a stream
 waited for the commit of the round before it (a part goes out only after every event before
 it): first frame p99 585 ms. On a loop of its own, a commit waits only for the GIL (handed over
 every few milliseconds), not for everything queued on the main loop.
+
+That GIL is also its cost: each batch crosses between the threads twice, and each statement's
+reply waits for the other thread to hand the GIL over. Once the main loop's long waits were gone
+(a stream's first read, the pool's size, the collector's pauses), that cost more than it saved:
+a quarter more CPU a turn with 1,000 turns at once, and a later first token under 200 streams
+(docs/benchmarks.md, section 3d). So the default commits on the main loop; this stays for a
+process whose main loop is late for other reasons (measure it: the first token's p99 and the
+CPU a turn, with and without).
 
 Only the commit moves: what the committer does with the outcome (settling the runs' futures,
 publishing the events to this process's streams) stays on the caller's loop. SQLite keeps the

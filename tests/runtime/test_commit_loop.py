@@ -1,5 +1,6 @@
-"""The group commit on a loop of its own (PostgreSQL): its transactions go on while the main
-loop is busy, their values and errors come back, and closing the service stops the thread."""
+"""The group commit on a loop of its own (PostgreSQL, `PRESSLOOP_COMMIT_THREAD=true`; off by
+default): its transactions go on while the main loop is busy, their values and errors come back,
+and closing the service stops the thread."""
 
 from __future__ import annotations
 
@@ -32,18 +33,18 @@ def _commit_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == THREAD_NAME]
 
 
-async def test_only_postgresql_commits_on_a_loop_of_its_own(
+async def test_only_postgresql_commits_on_a_loop_of_its_own_and_only_when_asked(
     make_service: ServiceFactory, database_url: str
 ) -> None:
-    service = await make_service([])
+    by_default = await make_service([])
+    assert by_default.runner.committer.commit_loop is None
+    service = await make_service([], commit_thread=True)
     commit_loop = service.runner.committer.commit_loop
     if database_url.startswith("sqlite"):
         # SQLite's writers of one process take turns on the main loop (store/db.py).
         assert commit_loop is None
     else:
         assert isinstance(commit_loop, CommitLoop)
-    switched_off = await make_service([], commit_thread=False)
-    assert switched_off.runner.committer.commit_loop is None
 
 
 @pytest.fixture
@@ -53,7 +54,12 @@ async def pg_service(postgres_database: str, tmp_path: Path) -> AsyncIterator[Se
     emptied = Database.open(postgres_database)
     await empty_tables(emptied)
     await emptied.close()
-    settings = Settings(data_dir=tmp_path, database_url=postgres_database, provider="scripted")
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url=postgres_database,
+        provider="scripted",
+        commit_thread=True,
+    )
     service = await Service.open(settings, provider=lambda: ScriptedProvider([]))
     yield service
     await service.close()
