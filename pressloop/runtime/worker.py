@@ -41,13 +41,41 @@ class Worker:
         self._running: set[asyncio.Task[Any]] = set()
         self._stopping = asyncio.Event()
         self._wake = asyncio.Event()
+        # Whether the next tick was asked for by something else than a run of ours finishing
+        # (a run queued, the poll), and when the last maintenance ran (the runner's clock).
+        self._asked = True
+        self._maintained_at: float | None = None
 
     def wake(self) -> None:
         """Look for work now instead of at the next poll (a run was just queued)."""
+        self._asked = True
         self._wake.set()
+
+    def _slot_freed(self, task: asyncio.Task[Any]) -> None:
+        """A run of ours finished: its slot is free (only now: a tick woken sooner would still
+        count it), so claim now, its thread's next run may be queued. Leases and approvals wait
+        for their due time (`_maintenance_due`)."""
+        self._running.discard(task)
+        self._wake.set()
+
+    def _maintenance_due(self) -> bool:
+        """Requeue expired leases and expire approvals on every tick asked for, but at most once
+        a poll interval while only our own runs' ends wake us: with hundreds of runs ending one
+        after the other, each end cost one more write transaction (on SQLite, one more turn of
+        the write lock). Leases last tens of seconds, approvals hours: a poll interval late is
+        nothing to either."""
+        asked, self._asked = self._asked, False
+        now = self.runner.monotonic()
+        if asked or self._maintained_at is None or now - self._maintained_at >= self.poll_s:
+            self._maintained_at = now
+            return True
+        return False
 
     async def run_forever(self) -> None:
         while not self._stopping.is_set():
+            # Cleared before the tick, not after: a run that ends (or is queued) during the tick
+            # wakes the next one, instead of waiting for the poll.
+            self._wake.clear()
             try:
                 claimed = await self.tick()
                 await self.runner.usage.flush_if_due()
@@ -55,19 +83,20 @@ class Worker:
                 log.exception("worker tick failed")
                 claimed = 0
             if claimed == 0:
-                self._wake.clear()
                 try:
                     async with asyncio.timeout(self.poll_s):
                         await self._wake.wait()
                 except TimeoutError:
-                    pass
+                    self._asked = True  # the poll: look at everything
 
     async def tick(self) -> int:
-        """Requeue runs whose lease expired, then claim as many runs as there are free slots."""
-        async with self.runner.database.write() as conn:
-            reclaimed = await claim_store.reclaim_expired_runs(conn, now=self.runner.now())
-            await approval_store.expire_due(conn, now=self.runner.now())
-        count_reclaimed(self.runner.metrics, reclaimed)
+        """Requeue runs whose lease expired (when due: `_maintenance_due`), then claim as many
+        runs as there are free slots."""
+        if self._maintenance_due():
+            async with self.runner.database.write() as conn:
+                reclaimed = await claim_store.reclaim_expired_runs(conn, now=self.runner.now())
+                await approval_store.expire_due(conn, now=self.runner.now())
+            count_reclaimed(self.runner.metrics, reclaimed)
         claimed = 0
         while not self._stopping.is_set():
             free = self.concurrency - len(self._running)
@@ -77,7 +106,7 @@ class Worker:
             for claim in claims:
                 task = asyncio.create_task(self._run(claim), name=f"run:{claim.run.id}")
                 self._running.add(task)
-                task.add_done_callback(self._running.discard)
+                task.add_done_callback(self._slot_freed)
             claimed += len(claims)
             if len(claims) < min(free, CLAIM_BATCH):
                 break
@@ -88,8 +117,6 @@ class Worker:
             await self.runner.run_claim(claim)
         except Exception:
             log.exception("run %s crashed", claim.run.id)
-        finally:
-            self.wake()  # a slot is free: look for more work now
 
     async def stop(self, grace_s: float = 10.0) -> None:
         """Stop claiming; give running turns `grace_s` to finish, then cancel them (their lease
