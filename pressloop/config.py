@@ -177,9 +177,9 @@ class Settings(BaseSettings):
         default=120.0, gt=0, validation_alias=_env("PRESSLOOP_LOCAL_START_TIMEOUT")
     )
 
-    # The most database connections a process opens (PostgreSQL, opened lazily), besides the
-    # group committer's own one (`commit_thread`): a worker uses 1-2 more whatever its
-    # concurrency (one group committer writes for all its runs); all
+    # The most database connections a process opens (PostgreSQL, opened lazily), the group
+    # commit's included (with `commit_thread` the committer opens one more of its own): a worker
+    # uses 2-3 whatever its concurrency (one group committer writes for all its runs); all
     # processes together must stay under the server's max_connections (docs/operations.md).
     # Unset: twice this machine's CPUs, at least 4 (`resolved_db_pool_size`). More connections
     # than the cores can serve only make transactions wait for each other's server processes:
