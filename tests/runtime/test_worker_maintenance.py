@@ -1,12 +1,12 @@
 """The worker's maintenance (requeueing expired leases, expiring approvals) runs on every tick
-something asked for, but a burst of its own runs ending only claims: hundreds of turns ending
-together would otherwise each cost two more write transactions."""
+something asked for, but a burst of its own runs ending only claims: hundreds of runs ending
+one after the other would otherwise each cost one more write transaction."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import aclosing, contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import aclosing, asynccontextmanager, contextmanager
 from typing import Any
 
 from sqlalchemy import event
@@ -47,6 +47,19 @@ def maintenance_count(service: Service) -> Iterator[list[int]]:
         event.remove(engine, "before_cursor_execute", count)
 
 
+@asynccontextmanager
+async def worker_running(service: Service, worker: Worker) -> AsyncIterator[list[int]]:
+    """`worker` running, and its maintenance passes counted, until the block ends."""
+    with maintenance_count(service) as passes:
+        running = asyncio.create_task(worker.run_forever())
+        try:
+            yield passes
+        finally:
+            await worker.stop()
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+
+
 async def _queued(service: Service, count: int) -> list[str]:
     run_ids = []
     for _ in range(count):
@@ -68,20 +81,14 @@ async def test_runs_ending_together_claim_the_next_without_repeating_the_mainten
     run_ids = await _queued(service, 6)
     # Two at a time: the other four are claimed only when a slot frees (the poll never comes).
     worker = Worker(service.runner, concurrency=2, poll_s=POLL_S)
-    with maintenance_count(service) as passes:
-        running = asyncio.create_task(worker.run_forever())
-        try:
-            await _succeeded(service, run_ids)
-            await asyncio.sleep(0.1)  # the ticks the last ends woke
-            assert passes[0] == 1  # the first tick's; six ends repeated none
+    async with worker_running(service, worker) as passes:
+        await _succeeded(service, run_ids)
+        await asyncio.sleep(0.1)  # the ticks the last ends woke
+        assert passes[0] == 1  # the first tick's; six ends repeated none
 
-            worker.wake()  # asked for (a run queued here): everything is looked at
-            await asyncio.sleep(0.1)
-            assert passes[0] == 2
-        finally:
-            await worker.stop()
-            running.cancel()
-            await asyncio.gather(running, return_exceptions=True)
+        worker.wake()  # asked for (a run queued here): everything is looked at
+        await asyncio.sleep(0.1)
+        assert passes[0] == 2
 
 
 async def test_a_run_ending_after_a_poll_interval_runs_the_maintenance(
@@ -92,19 +99,13 @@ async def test_a_run_ending_after_a_poll_interval_runs_the_maintenance(
     service.runner.monotonic = ticks
     (run_id,) = await _queued(service, 1)
     worker = Worker(service.runner, concurrency=2, poll_s=POLL_S)
-    with maintenance_count(service) as passes:
-        running = asyncio.create_task(worker.run_forever())
-        try:
-            async with asyncio.timeout(10), aclosing(service.follow(run_id)) as events:
-                async for event in events:
-                    if event.type is EventType.RUN_STARTED:
-                        break  # claimed: the model takes half a second to answer
-            assert passes[0] == 1
-            ticks.value += POLL_S  # a poll interval passes while the model answers
-            await _succeeded(service, [run_id])
-            await asyncio.sleep(0.1)
-            assert passes[0] == 2  # the end's tick found the maintenance due
-        finally:
-            await worker.stop()
-            running.cancel()
-            await asyncio.gather(running, return_exceptions=True)
+    async with worker_running(service, worker) as passes:
+        async with asyncio.timeout(10), aclosing(service.follow(run_id)) as events:
+            async for event in events:
+                if event.type is EventType.RUN_STARTED:
+                    break  # claimed: the model takes half a second to answer
+        assert passes[0] == 1
+        ticks.value += POLL_S  # a poll interval passes while the model answers
+        await _succeeded(service, [run_id])
+        await asyncio.sleep(0.1)
+        assert passes[0] == 2  # the end's tick found the maintenance due
