@@ -49,6 +49,7 @@ from pressloop.runtime.budgets import (
 )
 from pressloop.runtime.outcome import minus
 from pressloop.runtime.session import RunSession
+from pressloop.runtime.turn_reads import TurnReads
 from pressloop.runtime.usage_buffer import UsageBuffer
 from pressloop.store.db import Database
 from pressloop.store.records import RunRecord
@@ -77,11 +78,16 @@ class Counting(Protocol):
 
 
 async def used_today(
-    conn: AsyncConnection, counting: Counting, user: str | None
+    conn: AsyncConnection, counting: Counting, user: str | None, *, reads: TurnReads | None = None
 ) -> dict[Subject, Used]:
-    """Today's use of the site's and `user`'s budgets, as this process knows it."""
+    """Today's use of the site's and `user`'s budgets, as this process knows it. `reads`: the
+    day's counters as this transaction read them already (if they are `user`'s of today)."""
     settings, day = counting.settings, counting.now().date().isoformat()
-    used = stored_use(await usage_rows(conn, settings, users={user}, day=day))
+    if reads is not None and reads.user == user and reads.day == day:
+        rows = reads.usage
+    else:
+        rows = await usage_rows(conn, settings, users={user}, day=day)
+    used = stored_use(rows)
     for subject in budget_subjects(settings, user):
         used.setdefault(subject, Used()).add(counting.usage.unwritten(day, *subject))
     for session in list(counting.sessions.values()):
@@ -107,12 +113,13 @@ def count_refusal(counting: Counting, user: str | None) -> None:
     )
 
 
-async def refuse_new_turn(conn: AsyncConnection, counting: Counting, *, user: str | None) -> None:
+async def refuse_new_turn(
+    conn: AsyncConnection, counting: Counting, *, user: str | None, reads: TurnReads | None = None
+) -> None:
     """Raise `BudgetSpent` (429) if a budget of `user` or the site is used up: checked before
     a new turn is stored."""
-    refusal = budget_refusal(
-        await used_today(conn, counting, user), counting.settings, user, now=counting.now()
-    )
+    used = await used_today(conn, counting, user, reads=reads)
+    refusal = budget_refusal(used, counting.settings, user, now=counting.now())
     if refusal is not None:
         count_refusal(counting, user)
         counting.metrics.budget_refused("new_turn")

@@ -17,6 +17,7 @@ from pressloop.clock import Now, utc_now
 from pressloop.config import Settings
 from pressloop.runtime.context import RunContext, load_contexts
 from pressloop.runtime.kill_switch import SwitchedOff
+from pressloop.runtime.turn_reads import TurnReads
 from pressloop.store import claims as claim_store
 from pressloop.store.db import Database
 from pressloop.store.records import Claim
@@ -87,10 +88,16 @@ class Claimer:
         return []
 
     async def claim_in(
-        self, conn: AsyncConnection, run_id: str | None, *, savepoint: bool = True
+        self,
+        conn: AsyncConnection,
+        run_id: str | None,
+        *,
+        savepoint: bool = True,
+        reads: TurnReads | None = None,
     ) -> Claim | None:
         """Claim in the caller's transaction (with a savepoint, a lost race leaves it usable).
-        The caller has looked at the kill switch (`Service.submit` refuses while it is on)."""
+        The caller has looked at the kill switch (`Service.submit` refuses while it is on).
+        `reads`: what the caller's transaction read already of the run's context."""
         claim = await claim_store.claim_run(
             conn,
             owner=self.owner,
@@ -100,10 +107,12 @@ class Claimer:
             savepoint=savepoint,
         )
         if claim is not None:
-            await self._load_contexts(conn, [claim])
+            await self._load_contexts(conn, [claim], reads=reads)
         return claim
 
-    async def _load_contexts(self, conn: AsyncConnection, claims: list[Claim]) -> None:
+    async def _load_contexts(
+        self, conn: AsyncConnection, claims: list[Claim], *, reads: TurnReads | None = None
+    ) -> None:
         self._contexts.update(
             await load_contexts(
                 conn,
@@ -111,5 +120,6 @@ class Claimer:
                 settings=self.settings,
                 day=self.now().date().isoformat(),
                 history_limit=self.history_limit,
+                reads=reads,
             )
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -24,6 +25,9 @@ from pressloop.store import memories as memory_store
 from pressloop.store import settings_repo
 from pressloop.store import threads as thread_store
 from pressloop.store.records import AgentRecord, RunRecord
+
+if TYPE_CHECKING:  # turn_reads.py builds on this module (the kill switch's setting)
+    from pressloop.runtime.turn_reads import TurnReads
 
 KILL_SWITCH_SETTING = "agent_disabled"
 MEMORY_ITEMS = 8
@@ -48,11 +52,14 @@ async def load_contexts(
     day: str,
     history_limit: int,
     now: datetime | None = None,
+    reads: TurnReads | None = None,
 ) -> dict[str, RunContext]:
-    """Each run's context (by run id), in a fixed number of statements whatever the count."""
+    """Each run's context (by run id), in a fixed number of statements whatever the count.
+    `reads`: the agent, kill switch and counters this transaction read already for a new turn
+    (`turn_reads.py`); used when they are every run's (two statements then)."""
     if not runs:
         return {}
-    agents = await agent_store.get_agents(conn, {run.agent_id for run in runs})
+    shared = reads if reads is not None and all(reads.covers(r, day=day) for r in runs) else None
     histories = await thread_store.recent_messages(
         conn, list(dict.fromkeys(run.thread_id for run in runs)), limit=history_limit
     )
@@ -60,12 +67,18 @@ async def load_contexts(
         agent_id: await memory_store.recent_memories(conn, agent_id)
         for agent_id in sorted({run.agent_id for run in runs})
     }
-    disabled = settings.disable_agent or bool(
-        await settings_repo.get_setting(conn, KILL_SWITCH_SETTING, False)
-    )
-    used = stored_use(
-        await usage_rows(conn, settings, users={run.requesting_user for run in runs}, day=day)
-    )
+    if shared is not None:
+        agents = {shared.agent_id: shared.agent} if shared.agent is not None else {}
+        disabled = settings.disable_agent or shared.switched_off
+        used = stored_use(shared.usage)
+    else:
+        agents = await agent_store.get_agents(conn, {run.agent_id for run in runs})
+        disabled = settings.disable_agent or bool(
+            await settings_repo.get_setting(conn, KILL_SWITCH_SETTING, False)
+        )
+        used = stored_use(
+            await usage_rows(conn, settings, users={run.requesting_user for run in runs}, day=day)
+        )
     return {
         run.id: RunContext(
             agent=agents.get(run.agent_id),

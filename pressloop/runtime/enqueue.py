@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pressloop.contracts import Checkpoint, Multitask, Trigger
 from pressloop.runtime.site_policies import resolve_run_policy
+from pressloop.runtime.turn_reads import TurnReads
 from pressloop.store import agents as agent_store
 from pressloop.store import runs as run_store
 from pressloop.store import threads as thread_store
@@ -56,16 +57,22 @@ async def enqueue_run(
     *,
     now: datetime,
     max_attempts: int,
+    reads: TurnReads | None = None,
 ) -> Enqueued:
-    """Queue `request` as a run on `thread`, in the caller's transaction."""
+    """Queue `request` as a run on `thread`, in the caller's transaction. `reads`: the agent
+    and the site's settings as this transaction read them already."""
     agent_id = request.agent_id or thread.agent_id
-    agent = await agent_store.get_agent(conn, agent_id)
+    if reads is not None and reads.agent_id == agent_id:
+        agent, stored = reads.agent, reads.stored
+    else:
+        agent, stored = await agent_store.get_agent(conn, agent_id), None
     policy = await resolve_run_policy(
         conn,
         request.trigger,
         agent=agent.policy if agent else None,
         thread=thread.metadata.get("policy"),
         request=request.policy,
+        stored=stored,
     )
     run, created = await run_store.create_run(
         conn,

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pressloop.config import Settings
 from pressloop.errors import AgentDisabled
 from pressloop.runtime.context import KILL_SWITCH_SETTING
+from pressloop.runtime.turn_reads import TurnReads
 from pressloop.store import settings_repo
 
 Source = Literal["environment", "setting"]
@@ -60,8 +61,14 @@ async def read_kill_switch(conn: AsyncConnection, settings: Settings) -> KillSwi
     return KillSwitch(by_environment=settings.disable_agent, by_setting=bool(stored))
 
 
-async def refuse_if_disabled(conn: AsyncConnection, settings: Settings) -> None:
-    """Raise `AgentDisabled` (HTTP 503) while the kill switch is on."""
-    switch = await read_kill_switch(conn, settings)
+async def refuse_if_disabled(
+    conn: AsyncConnection, settings: Settings, *, reads: TurnReads | None = None
+) -> None:
+    """Raise `AgentDisabled` (HTTP 503) while the kill switch is on. `reads`: the setting as
+    this transaction read it already."""
+    if reads is not None:
+        switch = KillSwitch(by_environment=settings.disable_agent, by_setting=reads.switched_off)
+    else:
+        switch = await read_kill_switch(conn, settings)
     if switch.on:
         raise switch.refusal()

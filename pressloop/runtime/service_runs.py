@@ -28,6 +28,7 @@ from pressloop.runtime.observed import count_reclaimed
 from pressloop.runtime.outcome import cancelled_transcript
 from pressloop.runtime.service_reads import ServiceReads
 from pressloop.runtime.spawn import Spawned, Spawner
+from pressloop.runtime.turn_reads import read_turn
 from pressloop.runtime.undo import Undo
 from pressloop.runtime.worker import Worker
 from pressloop.store import agents as agent_store
@@ -133,10 +134,19 @@ class ServiceRuns(ServiceReads):
             thread = await thread_store.get_thread(conn, thread_id)
             if thread is None:
                 raise NotFound(f"thread {thread_id!r} does not exist")
+            # Read once for the checks, the policy and the claim below (`turn_reads.py`).
+            reads = await read_turn(
+                conn,
+                self.settings,
+                agent_id=thread.agent_id,
+                user=user,
+                day=now.date().isoformat(),
+            )
             if idempotency_key is None or not await run_store.find_by_key(
                 conn, thread_id, idempotency_key
             ):
-                await refuse_if_disabled(conn, self.settings)  # before anything is stored
+                # Before anything is stored.
+                await refuse_if_disabled(conn, self.settings, reads=reads)
                 active = await run_store.active_run(conn, thread_id)
                 if active is not None and multitask is Multitask.REJECT:
                     raise Conflict(
@@ -144,7 +154,8 @@ class ServiceRuns(ServiceReads):
                     )
                 if direct is None:
                     await check_cooldown(conn, self.settings, user=user, trigger=trigger, now=now)
-                await refuse_new_turn(conn, self.runner, user=user)  # 429 while a budget is spent
+                # 429 while a budget is spent.
+                await refuse_new_turn(conn, self.runner, user=user, reads=reads)
                 if active is not None and multitask is Multitask.INTERRUPT:
                     await run_store.request_cancel(
                         conn, active.id, now=now, ended=cancelled_transcript
@@ -161,11 +172,16 @@ class ServiceRuns(ServiceReads):
                 checkpoint=direct,
             )
             run, created = await enqueue_run(
-                conn, thread, request, now=now, max_attempts=self.settings.max_attempts
+                conn,
+                thread,
+                request,
+                now=now,
+                max_attempts=self.settings.max_attempts,
+                reads=reads,
             )
             claim = None
             if created and start_here:
-                claim = await self.runner.claimer.claim_in(conn, run.id)
+                claim = await self.runner.claimer.claim_in(conn, run.id, reads=reads)
         if interrupted is not None:
             self.runner.signal_cancel(interrupted)  # stops now if it runs here (else: CancelWatch)
         started, subscription = None, None

@@ -29,7 +29,7 @@ from pressloop.store import settings_repo
 from pressloop.store import threads as thread_store
 
 PREFIX = "policy.trigger."
-_KEYS = [PREFIX + trigger.value for trigger in Trigger]
+SITE_POLICY_KEYS = [PREFIX + trigger.value for trigger in Trigger]
 
 
 def _trigger(name: Trigger | str) -> Trigger:
@@ -43,11 +43,15 @@ def _trigger(name: Trigger | str) -> Trigger:
 async def site_policies(conn: AsyncConnection) -> dict[str, dict[str, Any]]:
     """Each trigger's stored changes ({"heartbeat": {"destructive": "deny"}}); unchanged
     triggers are left out."""
-    stored = await settings_repo.get_settings(conn, _KEYS)
+    return site_policies_of(await settings_repo.get_settings(conn, SITE_POLICY_KEYS))
+
+
+def site_policies_of(stored: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """`site_policies` from settings already read (keys beyond the policies' are ignored)."""
     return {
         key.removeprefix(PREFIX): dict(value)
         for key, value in stored.items()
-        if isinstance(value, Mapping) and value
+        if key in SITE_POLICY_KEYS and isinstance(value, Mapping) and value
     }
 
 
@@ -58,9 +62,11 @@ async def resolve_run_policy(
     agent: Mapping[str, Any] | None = None,
     thread: Mapping[str, Any] | None = None,
     request: Mapping[str, Any] | None = None,
+    stored: Mapping[str, Any] | None = None,
 ) -> Policy:
-    """The policy a new run of `trigger` gets, the site's defaults included."""
-    site = await site_policies(conn)
+    """The policy a new run of `trigger` gets, the site's defaults included. `stored`: the
+    site policies' settings, already read in this transaction (`turn_reads.py`)."""
+    site = site_policies_of(stored) if stored is not None else await site_policies(conn)
     return resolve_policy(trigger, site=site, agent=agent, thread=thread, request=request)
 
 

@@ -248,10 +248,21 @@ class Database:
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
-        """A read-only transaction; on SQLite it does not take the write lock."""
+        """A read-only transaction; on SQLite it does not take the write lock.
+
+        On PostgreSQL its statements run in autocommit, with no BEGIN and COMMIT around them:
+        under READ COMMITTED (the level every transaction here runs at) each statement of a
+        transaction takes its own snapshot anyway, and a read takes no lock, so what it sees
+        is the same, two round trips fewer. A round trip costs the event loop more than its
+        bytes: on a busy machine the write that sends a statement hands the CPU to the
+        server's backend (measured under 200 streams on 2 cores: a quarter of the serving
+        loop's busy samples were in `write` to PostgreSQL). Setting and resetting the level is
+        the driver adapter's own flag, no statement."""
         async with self.engine.connect() as conn:
             if self.is_sqlite:
                 conn = await conn.execution_options(sqlite_begin="DEFERRED")
+            else:
+                conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
             async with conn.begin():
                 yield conn
 

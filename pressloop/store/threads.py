@@ -42,24 +42,26 @@ async def create_thread(
     parent_id: str | None = None,
     depth: int = 0,
 ) -> ThreadRecord:
-    thread_id = new_id("thr")
-    await conn.execute(
-        sa.insert(threads).values(
-            id=thread_id,
-            agent_id=agent_id,
-            parent_id=parent_id,
-            depth=depth,
-            title=title[:200],
-            status="idle",
-            created_by=created_by,
-            metadata=metadata or {},
-            created_at=now,
-            updated_at=now,
+    # RETURNING: the record in the insert's round trip, not a read after it.
+    row = (
+        await conn.execute(
+            sa.insert(threads)
+            .values(
+                id=new_id("thr"),
+                agent_id=agent_id,
+                parent_id=parent_id,
+                depth=depth,
+                title=title[:200],
+                status="idle",
+                created_by=created_by,
+                metadata=metadata or {},
+                created_at=now,
+                updated_at=now,
+            )
+            .returning(*threads.c)
         )
-    )
-    thread = await get_thread(conn, thread_id)
-    assert thread is not None
-    return thread
+    ).one()
+    return _thread(row)
 
 
 # Statements of every turn, built once (store/db.py).

@@ -4,8 +4,13 @@ claimed in the transaction that creates it, and a busy thread falls back to the 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
-from pressloop.contracts import RunStatus
+import pytest
+from sqlalchemy import event
+
+from pressloop.contracts import PolicyMode, RunStatus
+from pressloop.errors import AgentDisabled, BudgetSpent
 from pressloop.runtime.service import Service
 from tests.runtime.conftest import ServiceFactory
 
@@ -41,3 +46,55 @@ async def test_a_busy_thread_queues_the_run_and_it_runs_next(make_service: Servi
     after = await service.run_now(second.run.id)
     assert after is not None and after.status is RunStatus.SUCCEEDED
     assert after.result is not None and after.result.assistant_text == "second"
+
+
+async def test_a_new_turn_reads_its_agent_settings_and_counters_once(
+    make_service: ServiceFactory,
+) -> None:
+    """The checks (kill switch, budgets), the policy and the claim's context share one read of
+    each: a statement is a round trip on the serving loop (`runtime/turn_reads.py`). What they
+    read still decides: the site's policy reaches the run, the context has the agent."""
+    service: Service = await make_service([{"text": "hello"}], budget_user_actions=5)
+    await service.update_site_settings(policies={"chat": {"write": "deny"}})
+    thread = await service.create_thread()
+    statements: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        statements.append(" ".join(statement.split()))
+
+    engine = service.database.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        submission = await service.submit(thread.id, "hi", user="ana", start_here=True)
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+    def reads_of(table: str) -> list[str]:
+        return [s for s in statements if s.startswith("SELECT") and f"FROM {table} " in s + " "]
+
+    assert len(reads_of("agents")) == 1, statements
+    assert len(reads_of("settings")) == 1, statements
+    assert len(reads_of("usage_daily")) == 1, statements
+    assert submission.run.policy.write is PolicyMode.DENY
+    assert submission.started is not None
+    finished = await submission.started
+    assert finished is not None and finished.status is RunStatus.SUCCEEDED
+
+
+async def test_a_new_turn_is_refused_on_what_its_shared_reads_found(
+    make_service: ServiceFactory,
+) -> None:
+    """The shared reads are the checks' reads: the kill switch and a spent budget still refuse
+    a new turn before anything is stored."""
+    service: Service = await make_service([{"text": "hello"}], budget_user_tokens=1)
+    thread = await service.create_thread()
+    await service.update_site_settings(agent_disabled=True)
+    with pytest.raises(AgentDisabled):
+        await service.submit(thread.id, "hi", user="ana", start_here=True)
+    await service.update_site_settings(agent_disabled=False)
+    first = await service.submit(thread.id, "hi", user="ana", start_here=True)
+    assert first.started is not None and (await first.started) is not None
+    await service.flush_usage()
+    with pytest.raises(BudgetSpent):
+        await service.submit(thread.id, "again", user="ana", start_here=True)
+    assert [r.id for r in await service.list_runs(thread_id=thread.id)] == [first.run.id]
