@@ -12,6 +12,8 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
+
 from pressloop.actions.registry import Registry
 from pressloop.contracts import Checkpoint, Multitask, RunStatus, Trigger
 from pressloop.errors import Conflict, InvalidRequest, NotFound, PayloadTooLarge
@@ -36,7 +38,7 @@ from pressloop.store import claims as claim_store
 from pressloop.store import runs as run_store
 from pressloop.store import threads as thread_store
 from pressloop.store.approvals import ApprovalRecord
-from pressloop.store.records import RunRecord, ThreadRecord
+from pressloop.store.records import Claim, RunRecord, ThreadRecord
 
 
 @dataclass(kw_only=True)
@@ -48,6 +50,20 @@ class Submission:
     # With `follow`: a subscription to the new run's events made before its first one, for
     # `follow(subscription=...)`, which then owns it (None: the run is not started here).
     subscription: Subscription | None = None
+
+
+@dataclass(kw_only=True, frozen=True)
+class _Turn:
+    """What `submit` was asked to store (it may store it twice: see there)."""
+
+    thread_id: str
+    message: str | None
+    trigger: Trigger
+    user: str | None
+    multitask: Multitask
+    idempotency_key: str | None
+    policy: dict[str, Any] | None
+    direct: Checkpoint | None
 
 
 class ServiceRuns(ServiceReads):
@@ -82,17 +98,23 @@ class ServiceRuns(ServiceReads):
         agent_id: str = agent_store.DEFAULT_AGENT_ID,
         metadata: dict[str, Any] | None = None,
     ) -> ThreadRecord:
-        async with self.database.write() as conn:
-            if await agent_store.get_agent(conn, agent_id) is None:
-                raise NotFound(f"agent {agent_id!r} does not exist")
-            return await thread_store.create_thread(
-                conn,
-                agent_id=agent_id,
-                now=self.now(),
-                title=title,
-                created_by=created_by,
-                metadata=metadata,
-            )
+        # The foreign key checks that the agent exists, in the insert's round trip: an
+        # IntegrityError whose agent is indeed missing is the 404.
+        try:
+            async with self.database.write() as conn:
+                return await thread_store.create_thread(
+                    conn,
+                    agent_id=agent_id,
+                    now=self.now(),
+                    title=title,
+                    created_by=created_by,
+                    metadata=metadata,
+                )
+        except IntegrityError:
+            async with self.database.read() as conn:
+                if await agent_store.get_agent(conn, agent_id) is None:
+                    raise NotFound(f"agent {agent_id!r} does not exist") from None
+            raise
 
     # Runs ------------------------------------------------------------------------------------
 
@@ -128,60 +150,25 @@ class ServiceRuns(ServiceReads):
         if idempotency_key is not None and not 0 < len(idempotency_key) <= 200:
             raise InvalidRequest("an idempotency key has 1 to 200 characters")
         start_here = start_here and self.runs_turns
-        interrupted: str | None = None
-        now = self.now()
-        async with self.database.write() as conn:
-            thread = await thread_store.get_thread(conn, thread_id)
-            if thread is None:
-                raise NotFound(f"thread {thread_id!r} does not exist")
-            # Read once for the checks, the policy and the claim below (`turn_reads.py`).
-            reads = await read_turn(
-                conn,
-                self.settings,
-                agent_id=thread.agent_id,
-                user=user,
-                day=now.date().isoformat(),
-            )
-            if idempotency_key is None or not await run_store.find_by_key(
-                conn, thread_id, idempotency_key
-            ):
-                # Before anything is stored.
-                await refuse_if_disabled(conn, self.settings, reads=reads)
-                active = await run_store.active_run(conn, thread_id)
-                if active is not None and multitask is Multitask.REJECT:
-                    raise Conflict(
-                        f"thread {thread_id} is busy with run {active.id} ({active.status.value})"
-                    )
-                if direct is None:
-                    await check_cooldown(conn, self.settings, user=user, trigger=trigger, now=now)
-                # 429 while a budget is spent.
-                await refuse_new_turn(conn, self.runner, user=user, reads=reads)
-                if active is not None and multitask is Multitask.INTERRUPT:
-                    await run_store.request_cancel(
-                        conn, active.id, now=now, ended=cancelled_transcript
-                    )
-                    interrupted = active.id
-            request = RunRequest(
-                trigger=trigger,
-                message=message,
-                requesting_user=user,
-                execution_user=user,
-                policy=policy,
-                idempotency_key=idempotency_key,
-                multitask=multitask,
-                checkpoint=direct,
-            )
-            run, created = await enqueue_run(
-                conn,
-                thread,
-                request,
-                now=now,
-                max_attempts=self.settings.max_attempts,
-                reads=reads,
-            )
-            claim = None
-            if created and start_here:
-                claim = await self.runner.claimer.claim_in(conn, run.id, reads=reads)
+        turn = _Turn(
+            thread_id=thread_id,
+            message=message,
+            trigger=trigger,
+            user=user,
+            multitask=multitask,
+            idempotency_key=idempotency_key,
+            policy=policy,
+            direct=direct,
+        )
+        try:
+            run, created, claim, interrupted = await self._store_turn(turn, claim=start_here)
+        except IntegrityError:
+            if not start_here:
+                raise
+            # The claim lost to the unique index (another process started a run of this thread
+            # after this transaction looked): everything was rolled back. Stored again, queued;
+            # the race is rare, and a savepoint around every claim cost two round trips a turn.
+            run, created, claim, interrupted = await self._store_turn(turn, claim=False)
         if interrupted is not None:
             self.runner.signal_cancel(interrupted)  # stops now if it runs here (else: CancelWatch)
         started, subscription = None, None
@@ -196,6 +183,74 @@ class ServiceRuns(ServiceReads):
         elif created and self.worker is not None:
             self.worker.wake()
         return Submission(run=run, created=created, started=started, subscription=subscription)
+
+    async def _store_turn(
+        self, turn: _Turn, *, claim: bool
+    ) -> tuple[RunRecord, bool, Claim | None, str | None]:
+        """`submit`'s transaction: the checks, the new run, and (`claim`) its claim, without a
+        savepoint (a lost race raises IntegrityError and rolls the whole transaction back).
+        The run, whether it is new, the claim, and the run it interrupted."""
+        thread_id, user, multitask, now = turn.thread_id, turn.user, turn.multitask, self.now()
+        interrupted: str | None = None
+        active: RunRecord | None = None
+        async with self.database.write() as conn:
+            thread = await thread_store.get_thread(conn, thread_id)
+            if thread is None:
+                raise NotFound(f"thread {thread_id!r} does not exist")
+            # Read once for the checks, the policy and the claim below (`turn_reads.py`).
+            reads = await read_turn(
+                conn,
+                self.settings,
+                agent_id=thread.agent_id,
+                user=user,
+                day=now.date().isoformat(),
+            )
+            if turn.idempotency_key is None or not await run_store.find_by_key(
+                conn, thread_id, turn.idempotency_key
+            ):
+                # Before anything is stored.
+                await refuse_if_disabled(conn, self.settings, reads=reads)
+                active = await run_store.active_run(conn, thread_id)
+                if active is not None and multitask is Multitask.REJECT:
+                    raise Conflict(
+                        f"thread {thread_id} is busy with run {active.id} ({active.status.value})"
+                    )
+                if turn.direct is None:
+                    await check_cooldown(
+                        conn, self.settings, user=user, trigger=turn.trigger, now=now
+                    )
+                # 429 while a budget is spent.
+                await refuse_new_turn(conn, self.runner, user=user, reads=reads)
+                if active is not None and multitask is Multitask.INTERRUPT:
+                    await run_store.request_cancel(
+                        conn, active.id, now=now, ended=cancelled_transcript
+                    )
+                    interrupted = active.id
+            request = RunRequest(
+                trigger=turn.trigger,
+                message=turn.message,
+                requesting_user=user,
+                execution_user=user,
+                policy=turn.policy,
+                idempotency_key=turn.idempotency_key,
+                multitask=multitask,
+                checkpoint=turn.direct,
+            )
+            run, created = await enqueue_run(
+                conn,
+                thread,
+                request,
+                now=now,
+                max_attempts=self.settings.max_attempts,
+                reads=reads,
+            )
+            taken = None
+            # A busy thread's new run is not next: no claim to try.
+            if created and claim and active is None:
+                taken = await self.runner.claimer.claim_in(
+                    conn, run.id, savepoint=False, reads=reads
+                )
+        return run, created, taken, interrupted
 
     async def call_action(
         self,

@@ -4,14 +4,23 @@ claimed in the transaction that creates it, and a busy thread falls back to the 
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from sqlalchemy import event
 
-from pressloop.contracts import PolicyMode, RunStatus
-from pressloop.errors import AgentDisabled, BudgetSpent
+from pressloop.config import Settings
+from pressloop.contracts import Policy, PolicyMode, RunStatus, Trigger
+from pressloop.errors import AgentDisabled, BudgetSpent, NotFound
+from pressloop.providers.scripted import ScriptedProvider
 from pressloop.runtime.service import Service
+from pressloop.store import claims as claim_store
+from pressloop.store import runs as run_store
+from pressloop.store.db import Database
+from tests.conftest import empty_tables
 from tests.runtime.conftest import ServiceFactory
 
 
@@ -98,3 +107,71 @@ async def test_a_new_turn_is_refused_on_what_its_shared_reads_found(
     with pytest.raises(BudgetSpent):
         await service.submit(thread.id, "again", user="ana", start_here=True)
     assert [r.id for r in await service.list_runs(thread_id=thread.id)] == [first.run.id]
+
+
+async def test_a_claim_that_loses_a_race_stores_the_turn_queued(
+    postgres_database: str, tmp_path: Path
+) -> None:
+    """`submit` claims without a savepoint: when another process starts a run of the thread
+    after the submit looked (PostgreSQL: the unique index makes the claim wait, then fail), the
+    whole transaction rolls back and the turn is stored again, queued: one run, not two, and
+    no error for the person."""
+    database = Database.open(postgres_database)
+    await empty_tables(database)
+    settings = Settings(data_dir=tmp_path, database_url=postgres_database, provider="scripted")
+    service = await Service.open(settings, provider=lambda: ScriptedProvider([{"text": "hi"}]))
+    try:
+        thread = await service.create_thread()
+        async with database.write() as other:  # another process, its claim not committed yet
+            theirs, _ = await run_store.create_run(
+                other,
+                thread_id=thread.id,
+                agent_id=thread.agent_id,
+                trigger=Trigger.API,
+                input="theirs",
+                policy=Policy(),
+                now=datetime.now(UTC),
+                max_attempts=3,
+            )
+            claim = await claim_store.claim_run(
+                other, owner="other", ttl_s=30, now=datetime.now(UTC), run_id=theirs.id
+            )
+            assert claim is not None
+            submitting = asyncio.create_task(service.submit(thread.id, "mine", start_here=True))
+            await _until_a_backend_waits_for_a_lock(database)
+        submission = await asyncio.wait_for(submitting, 10)
+        assert submission.created
+        runs = await service.list_runs(thread_id=thread.id)
+        assert sorted(r.input for r in runs) == ["mine", "theirs"]
+        assert (await service.get_run(submission.run.id)).status is RunStatus.QUEUED
+        assert submission.started is not None
+        assert await asyncio.wait_for(submission.started, 10) is None  # the thread is busy
+    finally:
+        await service.close()
+        await database.close()
+
+
+async def _until_a_backend_waits_for_a_lock(database: Database) -> None:
+    waiting = sa.text(
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+    )
+    async with asyncio.timeout(10):
+        while True:
+            async with database.read() as conn:
+                if (await conn.execute(waiting)).scalar_one():
+                    return
+            await asyncio.sleep(0.02)
+
+
+async def test_a_thread_for_an_agent_that_does_not_exist_is_not_found(
+    make_service: ServiceFactory,
+) -> None:
+    """The insert's foreign key checks the agent (no read before it): a missing agent is still
+    a clear NotFound, and nothing is stored."""
+    service: Service = await make_service([])
+    with pytest.raises(NotFound, match="agent 'nobody' does not exist"):
+        await service.create_thread(agent_id="nobody")
+    assert await service.list_threads() == []
+    thread = await service.create_thread(title="kept")
+    assert [t.id for t in await service.list_threads()] == [thread.id]
