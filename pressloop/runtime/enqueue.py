@@ -63,16 +63,16 @@ async def enqueue_run(
     and the site's settings as this transaction read them already."""
     agent_id = request.agent_id or thread.agent_id
     if reads is not None and reads.agent_id == agent_id:
-        agent, stored = reads.agent, reads.stored
+        agent = reads.agent
     else:
-        agent, stored = await agent_store.get_agent(conn, agent_id), None
+        agent = await agent_store.get_agent(conn, agent_id)
     policy = await resolve_run_policy(
         conn,
         request.trigger,
         agent=agent.policy if agent else None,
         thread=thread.metadata.get("policy"),
         request=request.policy,
-        stored=stored,
+        stored=reads.stored if reads is not None else None,  # the site's, whatever the agent
     )
     run, created = await run_store.create_run(
         conn,

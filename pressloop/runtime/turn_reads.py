@@ -45,9 +45,8 @@ class TurnReads:
 
     def covers(self, run: RunRecord, *, day: str) -> bool:
         """These reads are `run`'s context's: its agent, its user's counters, that day."""
-        return (
-            run.agent_id == self.agent_id and run.requesting_user == self.user and (day == self.day)
-        )
+        same_agent = run.agent_id == self.agent_id
+        return same_agent and run.requesting_user == self.user and day == self.day
 
 
 async def read_turn(
