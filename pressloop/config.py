@@ -200,6 +200,16 @@ class Settings(BaseSettings):
     # Off by default: the two threads' handovers of the GIL and of each batch cost more CPU than
     # the main loop's wait they save, now that the loop is rarely that late (benchmarks.md, 3d).
     commit_thread: bool = Field(default=False, validation_alias=_env("PRESSLOOP_COMMIT_THREAD"))
+    # The most runs one group commit writes. Its statements are built in one go on the main
+    # loop, which reads no socket meanwhile: 100 runs' events held a stream's first token up to
+    # 20 ms on a loaded 2-core machine, 25 at most a few (benchmarks.md, section 3g).
+    commit_batch: int = Field(
+        default=25, ge=1, le=1000, validation_alias=_env("PRESSLOOP_COMMIT_BATCH")
+    )
+    # Work that can wait (a turn's next step, the next group commit) lets the event loop read its
+    # sockets between two pieces, so a stream's token already in one goes out first
+    # (`runtime/pacing.py`; benchmarks.md, section 3g).
+    pacing: bool = Field(default=True, validation_alias=_env("PRESSLOOP_PACING"))
     # How long a SQLite writer waits for another process's write lock before it fails.
     db_busy_timeout_s: float = Field(
         default=30.0, gt=0, validation_alias=_env("PRESSLOOP_DB_BUSY_TIMEOUT")

@@ -48,8 +48,10 @@ async def _advance(state: TurnState, step: LoopStep) -> Finish:
     while True:
         match step:
             case CallModel():
+                await state.deps.pace()
                 step = await call_model(state, step)
             case RunActions():
+                await state.deps.pace()
                 step = await run_actions(state, step)
             case Finish():
                 return step

@@ -64,6 +64,10 @@ async def _no_emit(_type: EventType, _data: dict[str, Any]) -> None:
     return None
 
 
+async def no_pace() -> None:
+    return None
+
+
 async def _no_checkpoint(_checkpoint: Checkpoint) -> None:
     return None
 
@@ -94,6 +98,9 @@ class EngineDeps:
     max_output_tokens: int | None = None
     # End a round of successful writes with Pressloop's account of them (engine/grounded.py).
     answer_from_results: bool = False
+    # Awaited before each step (a model call, a round of actions): a step may wait here while
+    # work that cannot wait runs first (the runtime's pacing: another turn's stream).
+    pace: Callable[[], Awaitable[None]] = no_pace
 
     def decision_protocol(self) -> DecisionProtocol:
         if self.protocol is not None:

@@ -207,6 +207,7 @@ class Committer:
         lease_ttl_s: float,
         max_batch: int = 100,
         commit_loop: CommitLoop | None = None,
+        pace: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.database = database
         # Where the transactions run (PostgreSQL: a loop of their own, `commit_loop.py`).
@@ -215,6 +216,9 @@ class Committer:
         self.now = now
         self.lease_ttl_s = lease_ttl_s
         self.max_batch = max_batch
+        # Awaited before each batch (`runtime/pacing.py`): building a batch's statements is the
+        # longest piece of CPU on the main loop, and a stream's token should not wait for it.
+        self.pace = pace
         # The outboxes with something to write, in the order they were marked (a dict as an
         # ordered set). Keyed by the outbox, not the run: a run's next attempt (a retry, claimed
         # here as soon as the last one's finish commits) has an outbox of its own, and the last
@@ -245,6 +249,8 @@ class Committer:
     async def _drain(self) -> None:
         try:
             while self._dirty:
+                if self.pace is not None:
+                    await self.pace()
                 await self._commit(self._next_batch())
         finally:
             self._task = None

@@ -33,7 +33,7 @@ from pressloop.contracts import (
     TurnStatus,
 )
 from pressloop.engine.loop import run_turn
-from pressloop.engine.ports import EngineDeps, PromptContext
+from pressloop.engine.ports import EngineDeps, PromptContext, no_pace
 from pressloop.engine.prompt import memory_section
 from pressloop.errors import LeaseLost, PressloopError
 from pressloop.observability import tracing
@@ -59,6 +59,7 @@ from pressloop.runtime.leases import LeaseKeeper
 from pressloop.runtime.ledger import SessionLedger
 from pressloop.runtime.observed import ObservedActions, ObservedProvider, RunSpan, TurnSpans
 from pressloop.runtime.outcome import minus, outcome
+from pressloop.runtime.pacing import Pacer
 from pressloop.runtime.reports import after_finish
 from pressloop.runtime.session import RunSession
 from pressloop.runtime.usage_buffer import UsageBuffer
@@ -99,6 +100,8 @@ class Runner:
     sessions: dict[str, RunSession] = field(default_factory=dict, init=False)
     usage: UsageBuffer = field(init=False)
     committer: Committer = field(init=False)
+    # One per process (the runner's loop): where the turns' steps and the commits take turns.
+    pacer: Pacer | None = field(init=False)
     leases: LeaseKeeper = field(init=False)
     cancels: CancelWatch = field(init=False)
     claimer: Claimer = field(init=False)
@@ -108,12 +111,16 @@ class Runner:
             self.database, interval_s=self.settings.usage_flush_s, monotonic=self.monotonic
         )
         own_loop = self.settings.commit_thread and not self.database.is_sqlite
+        self.pacer = Pacer() if self.settings.pacing else None
         self.committer = Committer(
             self.database,
             self.bus,
             now=self.now,
             lease_ttl_s=self.settings.lease_ttl_s,
+            max_batch=self.settings.commit_batch,
             commit_loop=CommitLoop(self.database) if own_loop else None,
+            # A commit on a loop of its own waits behind nothing of the main loop's.
+            pace=self.pacer.turn if self.pacer is not None and not own_loop else None,
         )
         self.leases = LeaseKeeper(
             self.sessions, renew_s=self.settings.lease_renew_s, monotonic=self.monotonic
@@ -341,6 +348,7 @@ class Runner:
             retries_left=run.attempt < run.max_attempts,
             max_output_tokens=self.settings.max_output_tokens,
             answer_from_results=self._answers_from_results(provider),
+            pace=self.pacer.turn if self.pacer is not None else no_pace,
         )
 
     def _answers_from_results(self, provider: Provider) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -288,3 +289,32 @@ async def test_checkpoints_are_saved_after_each_model_call_and_action() -> None:
     )
     assert [c.round for c in recorder.checkpoints] == [1, 1, 1, 2]
     assert [len(c.steps) for c in recorder.checkpoints] == [0, 1, 2, 2]
+
+
+async def test_every_step_waits_for_its_turn_first() -> None:
+    """The runtime's pacing (`EngineDeps.pace`) is asked before each model call and each round
+    of actions, and a step starts only once it answers."""
+    recorder = Recorder()
+    paced: list[int] = []  # how many events were emitted when each wait ended
+
+    async def pace() -> None:
+        await asyncio.sleep(0)
+        paced.append(len(recorder.events))
+
+    provider = ScriptedProvider([{"tool_calls": [call("note", text="a")]}, {"text": "Done."}])
+    result = await run_turn(
+        TurnRequest(thread_id="thr_1", run_id="run_1", trigger=Trigger.CHAT, message="hi"),
+        EngineDeps(
+            provider=provider,
+            actions=Executor(Notebook().registry()),
+            emit=recorder.emit,
+            pace=pace,
+        ),
+    )
+    assert result.status is TurnStatus.SUCCEEDED
+    # Model call, its round of actions, the model call that answers: three steps, three waits,
+    # each before anything of its step was emitted.
+    assert len(paced) == 3 and paced[0] == 0
+    types = recorder.types()
+    assert types[paced[1] - 1] is EventType.TOKENS and types[paced[1]] is EventType.ACTION
+    assert types[paced[2]] is not EventType.ACTION and paced[2] > paced[1]

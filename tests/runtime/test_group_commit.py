@@ -57,6 +57,30 @@ async def test_runs_are_written_in_one_transaction_and_fenced_each(
     assert [e.seq for e in await service.events(claims[0].run.id)] == [1, 2]
 
 
+@pytest.mark.parametrize("pacing", [True, False])
+async def test_a_batch_holds_at_most_commit_batch_runs(
+    make_service: ServiceFactory, pacing: bool
+) -> None:
+    """`PRESSLOOP_COMMIT_BATCH` bounds the runs of one transaction (its statements are built in
+    one go on the loop); the rest go in the next batches, every run's events in order."""
+    service: Service = await make_service([], commit_batch=2, pacing=pacing)
+    assert (service.runner.pacer is not None) is pacing
+    claims = await claimed(service, 5)
+    sessions = [session_of(service, claim) for claim in claims]
+
+    async def say_twice(session: RunSession) -> None:
+        await session.emit(EventType.MESSAGE, {"text": "one"})
+        await session.emit(EventType.MESSAGE, {"text": "two"})
+        await session.renew()
+
+    with EngineEvents(service, "commit") as commits:
+        await asyncio.gather(*map(say_twice, sessions))
+    assert commits.count == 3  # 2 + 2 + 1 runs
+    for claim in claims:
+        events = await service.events(claim.run.id)
+        assert [(e.seq, e.data["text"]) for e in events] == [(1, "one"), (2, "two")]
+
+
 async def test_a_failing_write_fails_only_its_run(make_service: ServiceFactory) -> None:
     service: Service = await make_service([])
     claims = await claimed(service, 3)
