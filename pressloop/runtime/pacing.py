@@ -18,28 +18,35 @@ from collections import deque
 
 
 class Pacer:
-    """One waiter released a loop iteration, in arrival order."""
+    """One waiter released a loop iteration, in arrival order.
+
+    Made before any loop runs (with its runner); it serves the loop its waiters run on, and a
+    loop that stopped with waiters left (a closed test loop) leaves nothing that blocks the next.
+    """
 
     def __init__(self) -> None:
         self._waiters: deque[asyncio.Future[None]] = deque()
-        self._granting = False
+        self._granting_on: asyncio.AbstractEventLoop | None = None
 
     async def turn(self) -> None:
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
         self._waiters.append(waiter)
-        if not self._granting:
-            self._granting = True
+        if self._granting_on is not loop:
+            self._granting_on = loop
             loop.call_soon(self._grant, loop)
         await waiter
 
     def _grant(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._granting_on is not loop:
+            return  # another loop took over
         while self._waiters:
             waiter = self._waiters.popleft()
-            if not waiter.done():  # a cancelled waiter gives its place on
+            # A cancelled waiter gives its place on; one of another loop is gone with it.
+            if not waiter.done() and waiter.get_loop() is loop:
                 waiter.set_result(None)
                 break
         if self._waiters:
             loop.call_soon(self._grant, loop)
         else:
-            self._granting = False
+            self._granting_on = None

@@ -86,3 +86,24 @@ async def test_a_cancelled_waiter_gives_its_turn_to_the_next() -> None:
     # Idle again, the pacer lets the next one go at once.
     await asyncio.wait_for(wait("later"), timeout=1)
     assert order[-1] == "later"
+
+
+def test_a_loop_that_stopped_with_waiters_does_not_block_the_next() -> None:
+    pacer = Pacer()
+
+    async def strand() -> None:
+        for _ in range(3):
+            asyncio.get_running_loop().create_task(pacer.turn())
+        await asyncio.sleep(0)  # they asked for their turns; the loop stops before all are given
+
+    first = asyncio.new_event_loop()
+    first.run_until_complete(strand())
+    stranded = asyncio.all_tasks(first)
+    assert any(not task.done() for task in stranded)
+    first.close()
+
+    async def later() -> str:
+        await asyncio.wait_for(pacer.turn(), timeout=1)
+        return "went"
+
+    assert asyncio.run(later()) == "went"
