@@ -205,7 +205,7 @@ class Committer:
         *,
         now: Now,
         lease_ttl_s: float,
-        max_batch: int = 100,
+        max_batch: int = 25,
         commit_loop: CommitLoop | None = None,
         pace: Callable[[], Awaitable[None]] | None = None,
     ) -> None:

@@ -16,13 +16,11 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from pressloop.actions.executor import Executor
 from pressloop.actions.registry import ActionServices, Registry
 from pressloop.actions.site_context_port import SiteContextSource
 from pressloop.clock import Monotonic, Now, utc_now
 from pressloop.config import Settings
 from pressloop.contracts import (
-    DecisionProtocol,
     ErrorInfo,
     EventType,
     NextAction,
@@ -33,15 +31,11 @@ from pressloop.contracts import (
     TurnStatus,
 )
 from pressloop.engine.loop import run_turn
-from pressloop.engine.ports import EngineDeps, PromptContext, no_pace
-from pressloop.engine.prompt import memory_section
 from pressloop.errors import LeaseLost, PressloopError
 from pressloop.observability import tracing
 from pressloop.observability.logs import bind_run, unbind_run
 from pressloop.observability.metrics import Metrics
 from pressloop.providers.base import Provider
-from pressloop.runtime.approvals import SessionApprovals
-from pressloop.runtime.budget_gate import RunBudget
 from pressloop.runtime.budgets import site_subject
 from pressloop.runtime.bus import EventBus
 from pressloop.runtime.cancel_watch import CancelWatch
@@ -56,12 +50,12 @@ from pressloop.runtime.interrupt import (
     run_cancellable,
 )
 from pressloop.runtime.leases import LeaseKeeper
-from pressloop.runtime.ledger import SessionLedger
-from pressloop.runtime.observed import ObservedActions, ObservedProvider, RunSpan, TurnSpans
+from pressloop.runtime.observed import RunSpan
 from pressloop.runtime.outcome import minus, outcome
 from pressloop.runtime.pacing import Pacer
 from pressloop.runtime.reports import after_finish
 from pressloop.runtime.session import RunSession
+from pressloop.runtime.turn_deps import TurnDeps
 from pressloop.runtime.usage_buffer import UsageBuffer
 from pressloop.store import run_finish
 from pressloop.store.db import Database
@@ -300,7 +294,17 @@ class Runner:
             await session.emit(EventType.ERROR, context.refusal.info().model_dump())
             return TurnResult(status=TurnStatus.FAILED, error=context.refusal.info())
         notes = await self.outside_tools() if self.outside_tools is not None else ""
-        deps = self._deps(run, context, provider, session)
+        # Built each attempt from the runner's parts as they are now (a test may swap one).
+        deps = TurnDeps(
+            counting=self,
+            settings=self.settings,
+            registry=self.registry,
+            services=self.services,
+            metrics=self.metrics,
+            monotonic=self.monotonic,
+            tracer=self.tracer,
+            pacer=self.pacer,
+        ).build(run, context, provider, session)
         deps.prompt.mcp_tool_catalog = notes
         parts.deps = deps
         parts.actions = deps.actions = ActionsInFlight(deps.actions)
@@ -319,66 +323,6 @@ class Runner:
             checkpoint=run.checkpoint,
         )
         return await run_turn(request, deps)
-
-    def _deps(
-        self, run: RunRecord, context: RunContext, provider: Provider, session: RunSession
-    ) -> EngineDeps:
-        agent = context.agent
-        protocol_setting = self.settings.decision_protocol
-        memories, untrusted_memories = memory_section(context.memories)
-        spans = self._spans()
-        return EngineDeps(
-            # Tokens, each call; the budget's check is outside the call's measured time.
-            provider=RunBudget(counting=self, run=run).guarded(
-                ObservedProvider(provider, self.metrics, self.monotonic, spans)
-            ),
-            actions=ObservedActions(self._executor(run, session), self.metrics, spans),
-            history=context.history,
-            prompt=PromptContext(
-                instructions=agent.instructions if agent else "",
-                agent_files=agent.files if agent else {},
-                memory_context=memories,
-                untrusted_memories=untrusted_memories,
-            ),
-            protocol=None if protocol_setting == "auto" else DecisionProtocol(protocol_setting),
-            emit=session.emit,
-            save_checkpoint=session.save_checkpoint,
-            cancel_requested=lambda: session.cancel_requested,
-            disabled=context.disabled,
-            retries_left=run.attempt < run.max_attempts,
-            max_output_tokens=self.settings.max_output_tokens,
-            answer_from_results=self._answers_from_results(provider),
-            pace=self.pacer.turn if self.pacer is not None else no_pace,
-        )
-
-    def _answers_from_results(self, provider: Provider) -> bool:
-        setting = self.settings.answer_from_results
-        if setting == "auto":
-            return bool(getattr(provider, "answers_from_results", False))
-        return setting == "on"
-
-    def _spans(self) -> TurnSpans | None:
-        if self.tracer is None:
-            return None
-
-        def secret_params(name: str) -> list[str]:
-            spec = self.registry.get(name)
-            return spec.secret_params() if spec is not None else []
-
-        return TurnSpans(
-            tracer=self.tracer,
-            capture_content=tracing.capturing_content(),
-            secret_params=secret_params,
-        )
-
-    def _executor(self, run: RunRecord, session: RunSession) -> Executor:
-        return Executor(
-            self.registry,
-            self.services,
-            ledger=SessionLedger(session),
-            approvals=SessionApprovals(session, self.services, self.settings.approval_expiry_s),
-            budget=RunBudget(counting=self, run=run),  # actions, each call
-        )
 
     def _changed_site_context(self, result: TurnResult) -> bool:
         """Whether an action that changes the SITE_CONTEXT succeeded in this turn."""
