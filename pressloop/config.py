@@ -206,6 +206,14 @@ class Settings(BaseSettings):
     commit_batch: int = Field(
         default=25, ge=1, le=1000, validation_alias=_env("PRESSLOOP_COMMIT_BATCH")
     )
+    # Under load (more runs in flight in the process than the pending batch holds), how long a
+    # group commit waits for the others' writes: fewer, fuller transactions, less CPU a run on
+    # the event loop and in the database. What waits for a commit (a finish, the events sent
+    # after theirs) waits that much longer; measured, the CPU fell and the latencies stayed
+    # within noise, so it is off by default (benchmarks.md, section 3h). 0: write at once.
+    commit_gather_s: float = Field(
+        default=0.0, ge=0, le=1, validation_alias=_env("PRESSLOOP_COMMIT_GATHER")
+    )
     # Work that can wait (a turn's next step, the next group commit) lets the event loop read its
     # sockets between two pieces, so a stream's token already in one goes out first
     # (`runtime/pacing.py`; benchmarks.md, section 3g).

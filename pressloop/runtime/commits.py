@@ -208,6 +208,9 @@ class Committer:
         max_batch: int = 25,
         commit_loop: CommitLoop | None = None,
         pace: Callable[[], Awaitable[None]] | None = None,
+        gather_s: float = 0.0,
+        in_flight: Callable[[], int] = lambda: 0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.database = database
         # Where the transactions run (PostgreSQL: a loop of their own, `commit_loop.py`).
@@ -219,6 +222,13 @@ class Committer:
         # Awaited before each batch (`runtime/pacing.py`): building a batch's statements is the
         # longest piece of CPU on the main loop, and a stream's token should not wait for it.
         self.pace = pace
+        # Under load, a batch waits `gather_s` for the writes of the other runs in flight here
+        # (`in_flight`): fewer, fuller transactions, so less CPU a run on the loop and in the
+        # database (benchmarks.md, section 3h). A batch already full, or holding every run in
+        # flight (one chat), goes at once.
+        self.gather_s = gather_s
+        self.in_flight = in_flight
+        self.sleep = sleep
         # The outboxes with something to write, in the order they were marked (a dict as an
         # ordered set). Keyed by the outbox, not the run: a run's next attempt (a retry, claimed
         # here as soon as the last one's finish commits) has an outbox of its own, and the last
@@ -249,11 +259,19 @@ class Committer:
     async def _drain(self) -> None:
         try:
             while self._dirty:
+                if self._gathering():
+                    await self.sleep(self.gather_s)
                 if self.pace is not None:
                     await self.pace()
                 await self._commit(self._next_batch())
         finally:
             self._task = None
+
+    def _gathering(self) -> bool:
+        """Whether to wait for more runs' writes before this batch: only while more runs are in
+        flight here than it would hold."""
+        pending = len(self._dirty)
+        return self.gather_s > 0 and pending < min(self.max_batch, self.in_flight())
 
     def _next_batch(self) -> list[Pending]:
         """Up to `max_batch` outboxes, first marked first, at most one of each run: the fence

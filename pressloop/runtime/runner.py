@@ -115,6 +115,8 @@ class Runner:
             commit_loop=CommitLoop(self.database) if own_loop else None,
             # A commit on a loop of its own waits behind nothing of the main loop's.
             pace=self.pacer.turn if self.pacer is not None and not own_loop else None,
+            gather_s=self.settings.commit_gather_s,
+            in_flight=lambda: len(self.sessions),
         )
         self.leases = LeaseKeeper(
             self.sessions, renew_s=self.settings.lease_renew_s, monotonic=self.monotonic

@@ -238,3 +238,83 @@ async def test_a_slow_model_call_keeps_its_lease(
         assert finished.attempt == 1
     finally:
         await service.close()
+
+
+async def say_hi(session: RunSession) -> None:
+    await session.emit(EventType.MESSAGE, {"text": "hi"})
+    await session.renew()
+
+
+async def test_under_load_a_batch_waits_for_the_other_runs_writes(
+    make_service: ServiceFactory,
+) -> None:
+    """With more runs in flight than the pending batch holds, the group commit waits
+    `commit_gather` first: the writes made meanwhile go in the same transaction."""
+    service: Service = await make_service([], commit_gather_s=0.25)
+    committer = service.runner.committer
+    sessions = [session_of(service, claim) for claim in await claimed(service, 3)]
+    committer.in_flight = lambda: len(sessions)
+    waits: list[float] = []
+    gathered = asyncio.Event()
+
+    async def sleep(seconds: float) -> None:  # the clock's sleep, held until the others wrote
+        waits.append(seconds)
+        await gathered.wait()
+
+    committer.sleep = sleep
+    with EngineEvents(service, "commit") as commits:
+        first = asyncio.create_task(say_hi(sessions[0]))
+        for _ in range(100):  # the committer's task starts and reaches its wait
+            if waits:
+                break
+            await asyncio.sleep(0)
+        assert waits == [0.25], "the batch did not wait for the other runs"
+        others = [asyncio.create_task(say_hi(session)) for session in sessions[1:]]
+        await asyncio.sleep(0)
+        gathered.set()
+        await asyncio.gather(first, *others)
+    assert waits == [0.25]
+    assert commits.count == 1
+    assert [len(await service.events(s.run_id)) for s in sessions] == [1, 1, 1]
+
+
+@pytest.mark.parametrize("case", ["one run", "full batch", "gather off"])
+async def test_a_batch_goes_at_once_without_other_runs_to_wait_for(
+    make_service: ServiceFactory, case: str
+) -> None:
+    """One chat alone (the batch holds every run in flight), a batch already full, or
+    `PRESSLOOP_COMMIT_GATHER=0`: nothing waits."""
+    gather = 0.0 if case == "gather off" else 0.25
+    service: Service = await make_service([], commit_gather_s=gather, commit_batch=2)
+    committer = service.runner.committer
+    sessions = [session_of(service, claim) for claim in await claimed(service, 2)]
+    committer.in_flight = lambda: 1 if case == "one run" else 5
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    committer.sleep = sleep
+    writers = sessions[:1] if case == "one run" else sessions
+    # Both runs' writes are pending before the committer's task first runs: a full batch.
+    await asyncio.gather(*map(say_hi, writers))
+    assert waits == []
+
+
+async def test_one_turn_alone_never_waits(make_service: ServiceFactory) -> None:
+    """The runner counts its runs in flight for the group commit: one chat's turn is the only
+    one, so none of its commits waits, and once it is over none is in flight."""
+    service: Service = await make_service([{"text": "hello"}], commit_gather_s=0.25)
+    committer = service.runner.committer
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    committer.sleep = sleep
+    thread = await service.create_thread(title="t")
+    run = (await service.submit(thread.id, "hi")).run
+    done = await service.run_now(run.id)
+    assert done is not None and done.status is RunStatus.SUCCEEDED
+    assert waits == []
+    assert committer.in_flight() == 0
