@@ -1,16 +1,16 @@
 """Anthropic Messages adapter, through the official `anthropic` SDK.
 
-As for OpenAI (see openai_chat.py for why), the SDK is called through its generic `post` with a
-plain JSON body and `cast_to=object`: it does the transport, the SSE decoding (error events
-included) and the error classes, and hands back decoded JSON, which is checked against small
-tolerant models before we read it. The transcript is reshaped to what the Messages API
-requires: strict user/assistant alternation, and every tool result of one assistant turn in the
-single user message that follows it, before any text.
+As for OpenAI (see openai_chat.py for why), the SDK is called through its generic `post` with
+the JSON body as bytes (the tool catalog serialized once) and `cast_to=object`: it does the
+transport, the SSE decoding (error events included) and the error classes, and hands back
+decoded JSON, which is checked against small tolerant models before we read it. The transcript
+is reshaped to what the Messages API requires: strict user/assistant alternation, and every tool
+result of one assistant turn in the single user message that follows it, before any text.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,10 +24,12 @@ from pressloop.providers.base import (
     ResponseDone,
     StreamPart,
     TextDelta,
+    ToolSpec,
 )
 from pressloop.providers.errors_map import SDKErrors, garbage, translated
 from pressloop.providers.wire import (
     DEFAULT_MAX_CONNECTIONS,
+    RequestBodies,
     SDKProvider,
     WireModel,
     decode_arguments,
@@ -220,6 +222,7 @@ class AnthropicMessagesProvider(SDKProvider):
             max_retries=0,
             http_client=http_client(anthropic, max_connections),
         )
+        self._bodies = RequestBodies(to_tools)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         with translated(self._name, ERRORS):
@@ -266,22 +269,21 @@ class AnthropicMessagesProvider(SDKProvider):
             body["system"] = [
                 {"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}
             ]
-        if request.tools:
-            body["tools"] = [
-                {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "input_schema": tool.parameters,
-                }
-                for tool in request.tools
-            ]
         if stream:
             body["stream"] = True
         # `response_schema` is for models without tool calling; every Claude model has it.
         return await self._client.post(
             "/v1/messages",
-            body=body,
+            content=self._bodies.encode(body, request.tools),
             cast_to=object,
             stream=stream,
             stream_cls=anthropic.AsyncStream[object],
         )
+
+
+def to_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """The catalog as Messages API tools."""
+    return [
+        {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+        for tool in tools
+    ]

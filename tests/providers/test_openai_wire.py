@@ -422,3 +422,22 @@ async def test_name_and_extra_headers_for_compatible_services(
     assert request.headers["x-title"] == "Pressloop"
     assert request.headers["authorization"] == "Bearer or-key"
     assert json.loads(json.dumps(request.body))["model"] == "anthropic/claude-sonnet-4-5"
+
+
+async def test_a_changed_catalog_is_sent_as_it_is_now(
+    provider: OpenAIChatProvider, openai_server: FakeOpenAIServer
+) -> None:
+    """The catalog is serialized once and reused: a call with other tools sends those."""
+    renamed = ToolSpec(
+        name="create_page", description="Create a page.", parameters=CREATE_POST.parameters
+    )
+    for _ in range(3):
+        openai_server.push(Reply(text="ok"))
+    await provider.complete(ask(tools=[CREATE_POST]))
+    await provider.complete(ask(tools=[CREATE_POST, renamed]))
+    await provider.complete(ask())
+
+    sent = [[t["function"]["name"] for t in body.get("tools", [])] for body in openai_server.bodies]
+    assert sent == [["create_post"], ["create_post", "create_page"], []]
+    assert "tools" not in openai_server.bodies[2]
+    assert [r.headers["content-type"] for r in openai_server.requests] == ["application/json"] * 3

@@ -25,6 +25,12 @@ from tests.runtime.conftest import ServiceFactory
 from tests.runtime.sessions import EngineEvents, claimed, session_of
 
 
+async def say_hi(session: RunSession) -> None:
+    """One event and a lease renewal: the writes a turn's committer gathers."""
+    await session.emit(EventType.MESSAGE, {"text": "hi"})
+    await session.renew()
+
+
 async def test_runs_are_written_in_one_transaction_and_fenced_each(
     make_service: ServiceFactory,
 ) -> None:
@@ -38,11 +44,6 @@ async def test_runs_are_written_in_one_transaction_and_fenced_each(
             .values(lease_token=runs.c.lease_token + 1)
         )
     sessions = [session_of(service, claim) for claim in claims]
-
-    async def say_hi(session: RunSession) -> None:
-        await session.emit(EventType.MESSAGE, {"text": "hi"})
-        await session.renew()
-
     with EngineEvents(service, "commit") as commits:
         outcomes = await asyncio.gather(*map(say_hi, sessions), return_exceptions=True)
     assert commits.count == 1
@@ -240,11 +241,6 @@ async def test_a_slow_model_call_keeps_its_lease(
         await service.close()
 
 
-async def say_hi(session: RunSession) -> None:
-    await session.emit(EventType.MESSAGE, {"text": "hi"})
-    await session.renew()
-
-
 async def test_under_load_a_batch_waits_for_the_other_runs_writes(
     make_service: ServiceFactory,
 ) -> None:
@@ -257,7 +253,7 @@ async def test_under_load_a_batch_waits_for_the_other_runs_writes(
     waits: list[float] = []
     gathered = asyncio.Event()
 
-    async def sleep(seconds: float) -> None:  # the clock's sleep, held until the others wrote
+    async def sleep(seconds: float) -> None:  # the committer's sleep, held until the others wrote
         waits.append(seconds)
         await gathered.wait()
 
