@@ -17,9 +17,11 @@ server so that it is never the bottleneck), stateless: it answers with a tool ca
 transcript holds fewer than 3 tool results after the last user message. Every system reaches it
 through the `openai` SDK over HTTP, so every system pays the real client cost. Each calls the
 SDK its own way: the peers through its typed methods (`chat.completions.create`) on its default
-transport; Pressloop through the SDK's generic `post` with a plain JSON body, decoded JSON back,
-on the SDK's aiohttp transport (`pressloop/providers/openai_chat.py` says why). Pressloop also
-offers the model its whole catalog (its default actions and the no-op), the peers only `noop`.
+transport; Pressloop through the SDK's generic `post` with the JSON body as bytes (its tool
+catalog serialized once), decoded JSON back, on the SDK's aiohttp transport
+(`pressloop/providers/openai_chat.py` says why). Pressloop also offers the model its whole
+catalog (its default actions without WordPress's, none being configured, and the no-op: 6
+tools), the peers only `noop`.
 
 - **Pressloop**: `Service.submit(start_here=True)` (the run is claimed in the transaction that
   creates it and run in the process: the path of a chat `wait` and of the CLI), provider
