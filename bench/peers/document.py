@@ -100,6 +100,9 @@ The first token carries the model server's CLOCK_MONOTONIC time taken just befor
 written; the bench client (aiohttp, every stream on its own connection) reads the clock when
 it has parsed the first frame that carries it. Two turns warm each server up first (its
 connection pools and caches; Pressloop loads the model SDK at start) and are not counted.
+**Server CPU a turn**: the CPU (user and system, from `/proc`) the server's processes used
+over the measured streams, divided by the streams: its start and the warm-up left out, the
+model server, the database and the client not counted.
 
 Two floors run beside the systems, never counted as peers. **Harness alone**: each stream is
 the turn's last model call, read by the same client straight from the model server (all 200

@@ -102,6 +102,7 @@ def streaming_section(results: dict[str, Any], verdicts: list[Verdict]) -> list[
             firsts = [f for r in runs for f in r["first_ms"]]
             path = serving_path(runs[0]["serving"])
             rss = [r["peak_rss_mb"] for r in runs if r["peak_rss_mb"]]
+            cpu = [r["server_cpu_ms"] for r in runs if r.get("server_cpu_ms") is not None]
             turns = [statistics.median(r["turn_s"]) for r in runs if r["turn_s"]]
             ratios = [_div(rd.p99[key], rd.best_p99) for rd in rounds]
             rows.append(
@@ -115,6 +116,7 @@ def streaming_section(results: dict[str, Any], verdicts: list[Verdict]) -> list[
                     f"{max(firsts):.1f}" if firsts else "-",
                     _spread(ratios, "{:.2f}x"),
                     _spread(turns, "{:.2f}"),
+                    _spread(cpu, "{:.1f}"),
                     f"{max(rss):.0f}" if rss else "-",
                 ]
             )
@@ -146,7 +148,8 @@ def streaming_section(results: dict[str, Any], verdicts: list[Verdict]) -> list[
     head = ["system", "database", "serving path", "streams finished"]
     what = f"median of {repeats} repeats (min-max)" if repeats > 1 else "one run"
     head += [f"first frame median (ms), {what}", f"p99 (ms), {what}", "max (ms)"]
-    head += [f"p99 vs best peer, {what}", f"turn median (s), {what}", "server peak RSS (MiB)"]
+    head += [f"p99 vs best peer, {what}", f"turn median (s), {what}"]
+    head += [f"server CPU a turn (ms), {what}", "server peak RSS (MiB)"]
     out = [table(head, rows)]
     if repeats > 1 and by_round:
         round_head = ["round", "database", "load average at its start", "Pressloop median / p99"]

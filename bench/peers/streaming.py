@@ -46,6 +46,18 @@ def served_rss_mb(pid: int) -> float:
     return sum(peak_rss_mb(p) for p in [pid, *map(int, children)])
 
 
+def served_cpu_s(pid: int) -> float:
+    """The CPU (user + system, seconds) the server and its serving processes have used so far."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return sum(cpu_s(p) for p in [pid, *map(int, children)])
+
+
+def cpu_s(pid: int) -> float:
+    # After the command's closing parenthesis, utime and stime are the 12th and 13th fields.
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -148,19 +160,27 @@ def _client_session(streams: int) -> aiohttp.ClientSession:
 
 
 async def _streams(
-    urls: list[str], body: dict[str, Any], headers: dict[str, str], streams: int
-) -> tuple[list[Any], float]:
+    urls: list[str],
+    body: dict[str, Any],
+    headers: dict[str, str],
+    streams: int,
+    server_cpu: Callable[[], float] | None = None,
+) -> tuple[list[Any], float, float | None]:
     """The measured streams, all at once, after WARMUP unmeasured ones (a first turn loads what
-    a server loads lazily: Pressloop, the model SDK)."""
+    a server loads lazily: Pressloop, the model SDK); with `server_cpu`, the server's CPU
+    seconds over the measured streams too (its start and the warm-up left out)."""
     async with _client_session(streams) as session:
         warm, measured = urls[:WARMUP], urls[WARMUP:]
         await asyncio.gather(*(_one_stream(session, url, body, headers) for url in warm))
+        cpu_before = server_cpu() if server_cpu else None
         started = time.perf_counter()
         outcomes = await asyncio.gather(
             *(_one_stream(session, url, body, headers) for url in measured),
             return_exceptions=True,
         )
-        return outcomes, time.perf_counter() - started
+        wall = time.perf_counter() - started
+        cpu = server_cpu() - cpu_before if server_cpu and cpu_before is not None else None
+        return outcomes, wall, cpu
 
 
 def cpu() -> dict[str, Any]:
@@ -259,11 +279,14 @@ async def stream_system(
                     threads.append(created.json()["id"])
                 body = {**body, "message": MESSAGE}
                 urls = [f"http://127.0.0.1:{port}" + runs.format(t) for t in threads]
-                outcomes, wall = await _streams(urls, body, headers, streams)
+                pid = server.proc.pid
+                outcomes, wall, cpu = await _streams(
+                    urls, body, headers, streams, lambda: served_cpu_s(pid)
+                )
             peak = served_rss_mb(server.proc.pid) if server.proc.returncode is None else None
         finally:
             await server.stop()
-    return _outcome(outcomes, streams, wall, peak, kind)
+    return _outcome(outcomes, streams, wall, peak, kind, cpu)
 
 
 async def _direct(model_url: str, streams: int) -> dict[str, Any]:
@@ -282,12 +305,17 @@ async def _direct(model_url: str, streams: int) -> dict[str, Any]:
         messages.append({"role": "tool", "tool_call_id": f"call_{n}", "content": "ok"})
     body = {"model": "bench", "messages": messages, "stream": True}
     urls = [f"{model_url}/chat/completions"] * (streams + WARMUP)
-    outcomes, wall = await _streams(urls, body, {}, streams)
+    outcomes, wall, _cpu = await _streams(urls, body, {}, streams)
     return _outcome(outcomes, streams, wall, None, "direct")
 
 
 def _outcome(
-    outcomes: list[Any], streams: int, wall: float, peak: float | None, kind: str
+    outcomes: list[Any],
+    streams: int,
+    wall: float,
+    peak: float | None,
+    kind: str,
+    cpu_s: float | None = None,
 ) -> dict[str, Any]:
     done = [o for o in outcomes if isinstance(o, dict)]
     errors = [repr(o)[:200] for o in outcomes if isinstance(o, BaseException)]
@@ -302,5 +330,8 @@ def _outcome(
         "turn_s": [o["turn_s"] for o in done],
         "errors": errors[:3],
         "peak_rss_mb": peak,
+        # The server's CPU over the measured streams, per stream (a turn): what each system
+        # spends on the same work, and what a change to Pressloop saves, on any CPU.
+        "server_cpu_ms": None if cpu_s is None else 1000 * cpu_s / streams,
         "serving": kind,
     }

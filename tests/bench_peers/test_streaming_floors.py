@@ -4,6 +4,9 @@ the report, which shows them beside the systems but never takes one for the best
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 
 import pytest
@@ -49,6 +52,7 @@ def _run(first_ms: list[float]) -> dict[str, object]:
         "streams": len(first_ms),
         "turn_s": [1.0],
         "peak_rss_mb": None,
+        "server_cpu_ms": 20.0,
         "serving": "peer",
     }
 
@@ -67,3 +71,29 @@ def test_a_floor_is_shown_but_never_the_best_peer() -> None:
     # Pressloop's p99 is held against Pydantic AI's, not against the floor's.
     (verdict,) = verdicts
     assert "p99 / best peer's p99 0.50x" in verdict.text
+
+
+def test_the_server_cpu_a_turn_is_reported_beside_the_first_frames() -> None:
+    runs = [{**_run([1.0, 2.0, 3.0]), "server_cpu_ms": ms} for ms in (11.0, 9.5, 14.0)]
+    peer = [{**_run([5.0, 6.0, 7.0]), "server_cpu_ms": 30.0}] * 3
+    text = "\n".join(
+        report_streaming.streaming_section({"sqlite": {"pressloop": runs, "pydantic-ai": peer}}, [])
+    )
+    assert "server CPU a turn (ms)" in text
+    assert "| 11.0 (9.5-14.0) |" in text and "| 30.0 (30.0-30.0) |" in text
+
+
+def test_the_server_cpu_counts_its_serving_processes() -> None:
+    """A server's CPU is its own and its children's (`pressloop serve` with more processes)."""
+    burn = "import time\nend = time.process_time() + 0.4\nwhile time.process_time() < end: pass\n"
+    before = streaming.served_cpu_s(os.getpid())
+    with subprocess.Popen(
+        [sys.executable, "-c", burn + "print('burnt', flush=True)\ntime.sleep(30)"],
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as child:
+        try:
+            assert child.stdout is not None and child.stdout.readline().strip() == "burnt"
+            assert streaming.served_cpu_s(os.getpid()) - before >= 0.35
+        finally:
+            child.kill()
