@@ -370,3 +370,19 @@ async def test_a_slow_server_is_a_retryable_timeout(anthropic_server: FakeAnthro
 
     assert caught.value.retryable is True
     assert caught.value.message == "anthropic did not answer in time (request timed out)"
+
+
+async def test_the_body_goes_as_json_with_its_tools(
+    provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
+) -> None:
+    """The body is handed to the SDK as bytes (the catalog serialized once): still JSON."""
+    for _ in range(2):
+        anthropic_server.push(Reply(text="ok"))
+    await provider.complete(ask(tools=[CREATE_POST]))
+    await provider.complete(ask())
+
+    assert [r.headers["content-type"] for r in anthropic_server.requests] == [
+        "application/json"
+    ] * 2
+    assert [t["name"] for t in anthropic_server.bodies[0]["tools"]] == ["create_post"]
+    assert "tools" not in anthropic_server.bodies[1]
