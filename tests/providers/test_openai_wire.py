@@ -1,10 +1,9 @@
-"""OpenAIChatProvider against a fake server speaking the Chat Completions wire protocol."""
+"""OpenAIChatProvider against a fake server speaking the Chat Completions wire protocol: requests
+and answers (its failures: test_openai_wire_errors.py)."""
 
 from __future__ import annotations
 
 import json
-import socket
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -14,52 +13,21 @@ from pressloop.providers.base import (
     ModelRequest,
     ModelResponse,
     ResponseDone,
-    StreamPart,
     TextDelta,
     ToolSpec,
 )
 from pressloop.providers.openai_chat import OpenAIChatProvider
+from tests.providers.openai_calls import CREATE_POST, ask, collect
 from tests.wire.openai_server import FakeOpenAIServer
-from tests.wire.scripted_server import ErrorReply, RawReply, Reply, ToolCall
-
-CREATE_POST = ToolSpec(
-    name="create_post",
-    description="Create a draft post.",
-    parameters={
-        "type": "object",
-        "properties": {"title": {"type": "string"}, "content": {"type": "string"}},
-        "required": ["title"],
-    },
-)
-
-
-def ask(text: str = "Hello?", **kwargs: object) -> ModelRequest:
-    return ModelRequest(
-        system="You run a WordPress site.",
-        messages=[Message(role=Role.USER, content=text)],
-        **kwargs,  # type: ignore[arg-type]
-    )
-
-
-@pytest.fixture
-async def provider(openai_server: FakeOpenAIServer) -> AsyncIterator[OpenAIChatProvider]:
-    provider = OpenAIChatProvider(
-        api_key="sk-test", model="gpt-test", base_url=openai_server.base_url, timeout_s=5
-    )
-    yield provider
-    await provider.aclose()
-
-
-async def collect(provider: OpenAIChatProvider, request: ModelRequest) -> list[StreamPart]:
-    return [part async for part in provider.stream(request)]
+from tests.wire.scripted_server import ErrorReply, Reply, ToolCall
 
 
 async def test_plain_answer_and_usage(
-    provider: OpenAIChatProvider, openai_server: FakeOpenAIServer
+    openai_provider: OpenAIChatProvider, openai_server: FakeOpenAIServer
 ) -> None:
     openai_server.push(Reply(text="Hi there.", input_tokens=42, output_tokens=5, model="gpt-x-1"))
 
-    response = await provider.complete(ask(max_output_tokens=300))
+    response = await openai_provider.complete(ask(max_output_tokens=300))
 
     assert response == ModelResponse(
         text="Hi there.",
@@ -81,7 +49,7 @@ async def test_plain_answer_and_usage(
 
 
 async def test_tools_are_offered_and_tool_calls_decoded(
-    provider: OpenAIChatProvider, openai_server: FakeOpenAIServer
+    openai_provider: OpenAIChatProvider, openai_server: FakeOpenAIServer
 ) -> None:
     openai_server.push(
         Reply(
@@ -93,7 +61,7 @@ async def test_tools_are_offered_and_tool_calls_decoded(
         )
     )
 
-    response = await provider.complete(ask(tools=[CREATE_POST]))
+    response = await openai_provider.complete(ask(tools=[CREATE_POST]))
 
     assert response.text == "Creating it."
     assert response.finish_reason == "tool_calls"
@@ -115,13 +83,13 @@ async def test_tools_are_offered_and_tool_calls_decoded(
 
 @pytest.mark.parametrize("arguments", ['{"title": "Spring"', "[1, 2]", "not json"])
 async def test_malformed_tool_arguments_are_kept_raw(
-    provider: OpenAIChatProvider, openai_server: FakeOpenAIServer, arguments: str
+    openai_provider: OpenAIChatProvider, openai_server: FakeOpenAIServer, arguments: str
 ) -> None:
     openai_server.push(
         Reply(tool_calls=(ToolCall(id="call_1", name="create_post", arguments=arguments),))
     )
 
-    response = await provider.complete(ask())
+    response = await openai_provider.complete(ask())
 
     assert response.tool_calls == [
         ActionCall(id="call_1", name="create_post", params={"_raw_arguments": arguments})
@@ -129,7 +97,7 @@ async def test_malformed_tool_arguments_are_kept_raw(
 
 
 async def test_transcript_mapping_on_the_wire(
-    provider: OpenAIChatProvider, openai_server: FakeOpenAIServer
+    openai_provider: OpenAIChatProvider, openai_server: FakeOpenAIServer
 ) -> None:
     openai_server.push(Reply(text="Done: both posts exist."))
     calls = [
@@ -148,7 +116,7 @@ async def test_transcript_mapping_on_the_wire(
         ],
     )
 
-    await provider.complete(request)
+    await openai_provider.complete(request)
 
     assert openai_server.bodies[0]["messages"] == [
         {"role": "system", "content": "SYSTEM"},
@@ -177,12 +145,12 @@ async def test_transcript_mapping_on_the_wire(
 
 
 async def test_response_schema_becomes_a_json_schema_response_format(
-    provider: OpenAIChatProvider, openai_server: FakeOpenAIServer
+    openai_provider: OpenAIChatProvider, openai_server: FakeOpenAIServer
 ) -> None:
     schema = {"type": "object", "properties": {"reply": {"type": "string"}}}
     openai_server.push(Reply(text='{"reply": "ok"}'))
 
-    response = await provider.complete(ask(response_schema=schema))
+    response = await openai_provider.complete(ask(response_schema=schema))
 
     assert response.text == '{"reply": "ok"}'
     assert openai_server.bodies[0]["response_format"] == {
@@ -192,13 +160,13 @@ async def test_response_schema_becomes_a_json_schema_response_format(
 
 
 async def test_stream_yields_deltas_in_order_then_the_final_response(
-    provider: OpenAIChatProvider, openai_server: FakeOpenAIServer
+    openai_provider: OpenAIChatProvider, openai_server: FakeOpenAIServer
 ) -> None:
     openai_server.push(
         Reply(text="Hello, world!", deltas=("Hel", "lo, ", "world!"), input_tokens=30)
     )
 
-    parts = await collect(provider, ask())
+    parts = await collect(openai_provider, ask())
 
     assert parts == [
         TextDelta(text="Hel"),
@@ -219,7 +187,7 @@ async def test_stream_yields_deltas_in_order_then_the_final_response(
 
 
 async def test_stream_accumulates_tool_call_deltas_by_index(
-    provider: OpenAIChatProvider, openai_server: FakeOpenAIServer
+    openai_provider: OpenAIChatProvider, openai_server: FakeOpenAIServer
 ) -> None:
     long_content = "A long paragraph " * 5
     openai_server.push(
@@ -235,7 +203,7 @@ async def test_stream_accumulates_tool_call_deltas_by_index(
         )
     )
 
-    parts = await collect(provider, ask(tools=[CREATE_POST]))
+    parts = await collect(openai_provider, ask(tools=[CREATE_POST]))
 
     assert len(parts) == 1  # no text, so no deltas: only the final response
     done = parts[0]
@@ -248,150 +216,6 @@ async def test_stream_accumulates_tool_call_deltas_by_index(
     ]
     assert done.response.finish_reason == "tool_calls"
     assert done.response.usage.output_tokens == 7
-
-
-async def test_error_inside_a_stream_is_a_retryable_provider_error(
-    provider: OpenAIChatProvider, openai_server: FakeOpenAIServer
-) -> None:
-    openai_server.push(
-        Reply(
-            text="Partial",
-            deltas=("Part", "ial"),
-            stream_error=ErrorReply(status=500, message="The server had an error"),
-        )
-    )
-    seen: list[StreamPart] = []
-
-    with pytest.raises(ProviderError) as caught:
-        async for part in provider.stream(ask()):
-            seen.append(part)
-
-    assert seen == [TextDelta(text="Part"), TextDelta(text="ial")]
-    assert caught.value.retryable is True
-    assert "The server had an error" in caught.value.message
-
-
-@pytest.mark.parametrize(
-    ("status", "message"),
-    [
-        (400, "Invalid schema for function 'create_post'"),
-        (401, "Incorrect API key provided: sk-test"),
-        (403, "Country, region, or territory not supported"),
-        (404, "The model `gpt-nope` does not exist"),
-        (422, "Unprocessable entity"),
-    ],
-)
-async def test_client_errors_are_not_retryable(
-    provider: OpenAIChatProvider, openai_server: FakeOpenAIServer, status: int, message: str
-) -> None:
-    openai_server.push(ErrorReply(status=status, message=message))
-
-    with pytest.raises(ProviderError) as caught:
-        await provider.complete(ask())
-
-    assert caught.value.retryable is False
-    assert caught.value.message == f"openai answered {status}: {message}"
-    assert len(openai_server.requests) == 1
-
-
-@pytest.mark.parametrize("status", [429, 500, 502, 503])
-async def test_rate_limits_and_server_errors_are_retryable(
-    provider: OpenAIChatProvider, openai_server: FakeOpenAIServer, status: int
-) -> None:
-    openai_server.push(ErrorReply(status=status, message="Please slow down"))
-
-    with pytest.raises(ProviderError) as caught:
-        await provider.complete(ask())
-
-    assert caught.value.retryable is True
-    assert caught.value.message == f"openai answered {status}: Please slow down"
-    assert len(openai_server.requests) == 1  # the SDK itself never retries
-
-
-async def test_stream_errors_before_any_delta_are_mapped_too(
-    provider: OpenAIChatProvider, openai_server: FakeOpenAIServer
-) -> None:
-    openai_server.push(ErrorReply(status=401, message="Incorrect API key provided"))
-
-    with pytest.raises(ProviderError) as caught:
-        await collect(provider, ask())
-
-    assert caught.value.retryable is False
-    assert caught.value.message == "openai answered 401: Incorrect API key provided"
-
-
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [
-        (RawReply(body="<html>oops</html>", content_type="text/html"), "not JSON"),
-        (RawReply(body="{not json"), "not JSON"),
-        (RawReply(body=b""), "not JSON"),
-        (RawReply(body='{"object": "list", "data": []}'), "not a chat completion"),
-        (RawReply(body='{"choices": []}'), "not a chat completion"),
-        (RawReply(body='{"choices": [{"message": "hi"}]}'), "not a chat completion"),
-    ],
-)
-async def test_garbage_bodies_are_clear_provider_errors(
-    provider: OpenAIChatProvider, openai_server: FakeOpenAIServer, raw: RawReply, expected: str
-) -> None:
-    openai_server.push(raw)
-
-    with pytest.raises(ProviderError) as caught:
-        await provider.complete(ask())
-
-    assert caught.value.message.startswith("openai answered with a body that is ")
-    assert expected in caught.value.message
-    assert caught.value.retryable is True
-
-
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [
-        (RawReply(body="data: {broken\n\n", content_type="text/event-stream"), "not JSON"),
-        (RawReply(body="", content_type="text/event-stream"), "an empty stream"),
-        (RawReply(body='data: {"choices": 3}\n\n', content_type="text/event-stream"), "shape"),
-    ],
-)
-async def test_garbage_streams_are_clear_provider_errors(
-    provider: OpenAIChatProvider, openai_server: FakeOpenAIServer, raw: RawReply, expected: str
-) -> None:
-    openai_server.push(raw)
-
-    with pytest.raises(ProviderError) as caught:
-        await collect(provider, ask())
-
-    assert expected in caught.value.message
-    assert caught.value.retryable is True
-
-
-async def test_a_slow_server_is_a_retryable_timeout(openai_server: FakeOpenAIServer) -> None:
-    openai_server.push(Reply(text="too late", delay_s=5))
-    provider = OpenAIChatProvider(
-        api_key="sk-test", model="gpt-test", base_url=openai_server.base_url, timeout_s=0.2
-    )
-
-    with pytest.raises(ProviderError) as caught:
-        await provider.complete(ask())
-    await provider.aclose()
-
-    assert caught.value.retryable is True
-    assert caught.value.message == "openai did not answer in time (request timed out)"
-
-
-async def test_nobody_listening_is_a_retryable_connection_error() -> None:
-    with socket.socket() as probe:  # a port that was free a moment ago
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    provider = OpenAIChatProvider(
-        api_key="k", model="m", base_url=f"http://127.0.0.1:{port}/v1", timeout_s=2, name="glm"
-    )
-
-    with pytest.raises(ProviderError) as caught:
-        await provider.complete(ask())
-    await provider.aclose()
-
-    assert caught.value.retryable is True
-    assert caught.value.message.startswith("could not reach glm")
 
 
 async def test_name_and_extra_headers_for_compatible_services(
@@ -425,7 +249,7 @@ async def test_name_and_extra_headers_for_compatible_services(
 
 
 async def test_a_changed_catalog_is_sent_as_it_is_now(
-    provider: OpenAIChatProvider, openai_server: FakeOpenAIServer
+    openai_provider: OpenAIChatProvider, openai_server: FakeOpenAIServer
 ) -> None:
     """The catalog is serialized once and reused: a call with other tools sends those."""
     renamed = ToolSpec(
@@ -433,9 +257,9 @@ async def test_a_changed_catalog_is_sent_as_it_is_now(
     )
     for _ in range(3):
         openai_server.push(Reply(text="ok"))
-    await provider.complete(ask(tools=[CREATE_POST]))
-    await provider.complete(ask(tools=[CREATE_POST, renamed]))
-    await provider.complete(ask())
+    await openai_provider.complete(ask(tools=[CREATE_POST]))
+    await openai_provider.complete(ask(tools=[CREATE_POST, renamed]))
+    await openai_provider.complete(ask())
 
     sent = [[t["function"]["name"] for t in body.get("tools", [])] for body in openai_server.bodies]
     assert sent == [["create_post"], ["create_post", "create_page"], []]

@@ -51,7 +51,10 @@ def test_the_body_and_its_tools_are_one_json_object() -> None:
 def test_a_catalog_is_rendered_once_however_often_it_is_sent() -> None:
     render = CountingRender()
     bodies = RequestBodies(render)
-    schemas = [{"type": "object", "properties": {}}, {"type": "object", "required": ["x"]}]
+    schemas: list[dict[str, Any]] = [
+        {"type": "object", "properties": {}},
+        {"type": "object", "required": ["x"]},
+    ]
 
     for turn in range(5):
         # Each call builds new ToolSpecs (as the engine does) around the catalog's schemas.

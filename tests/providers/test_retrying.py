@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -38,15 +38,6 @@ def sleeps() -> Sleeps:
     return Sleeps()
 
 
-@pytest.fixture
-async def openai(openai_server: FakeOpenAIServer) -> AsyncIterator[OpenAIChatProvider]:
-    provider = OpenAIChatProvider(
-        api_key="k", model="gpt-test", base_url=openai_server.base_url, timeout_s=5
-    )
-    yield provider
-    await provider.aclose()
-
-
 def retrying(
     inner: Provider, sleeps: Sleeps, *, max_retries: int = 3, rand: float = 1.0
 ) -> RetryingProvider:
@@ -56,13 +47,13 @@ def retrying(
 
 
 async def test_a_429_then_success(
-    openai: OpenAIChatProvider, openai_server: FakeOpenAIServer, sleeps: Sleeps
+    openai_provider: OpenAIChatProvider, openai_server: FakeOpenAIServer, sleeps: Sleeps
 ) -> None:
     openai_server.push(
         ErrorReply(status=429, message="Rate limit reached", headers={"retry-after": "1"}),
         Reply(text="Fine now."),
     )
-    provider = retrying(openai, sleeps, rand=0.5)
+    provider = retrying(openai_provider, sleeps, rand=0.5)
 
     response = await provider.complete(REQUEST)
 
@@ -72,10 +63,10 @@ async def test_a_429_then_success(
 
 
 async def test_server_errors_until_the_retries_are_spent(
-    openai: OpenAIChatProvider, openai_server: FakeOpenAIServer, sleeps: Sleeps
+    openai_provider: OpenAIChatProvider, openai_server: FakeOpenAIServer, sleeps: Sleeps
 ) -> None:
     openai_server.push(*[ErrorReply(status=500, message="The server had an error")] * 4)
-    provider = retrying(openai, sleeps, max_retries=3)
+    provider = retrying(openai_provider, sleeps, max_retries=3)
 
     with pytest.raises(ProviderError) as caught:
         await provider.complete(REQUEST)
@@ -89,12 +80,17 @@ async def test_server_errors_until_the_retries_are_spent(
 
 
 async def test_full_jitter_scales_each_step(
-    openai: OpenAIChatProvider, openai_server: FakeOpenAIServer, sleeps: Sleeps
+    openai_provider: OpenAIChatProvider, openai_server: FakeOpenAIServer, sleeps: Sleeps
 ) -> None:
     openai_server.push(*[ErrorReply(status=503, message="busy")] * 3, Reply(text="ok"))
     draws = sequence(0.1, 0.5, 0.9)
     provider = RetryingProvider(
-        openai, max_retries=5, base_s=1.0, cap_s=60.0, sleep=sleeps, rand=lambda: next(draws)
+        openai_provider,
+        max_retries=5,
+        base_s=1.0,
+        cap_s=60.0,
+        sleep=sleeps,
+        rand=lambda: next(draws),
     )
 
     assert (await provider.complete(REQUEST)).text == "ok"
@@ -102,10 +98,10 @@ async def test_full_jitter_scales_each_step(
 
 
 async def test_a_401_fails_at_once(
-    openai: OpenAIChatProvider, openai_server: FakeOpenAIServer, sleeps: Sleeps
+    openai_provider: OpenAIChatProvider, openai_server: FakeOpenAIServer, sleeps: Sleeps
 ) -> None:
     openai_server.push(ErrorReply(status=401, message="Incorrect API key provided"))
-    provider = retrying(openai, sleeps)
+    provider = retrying(openai_provider, sleeps)
 
     with pytest.raises(ProviderError) as caught:
         await provider.complete(REQUEST)
@@ -117,10 +113,10 @@ async def test_a_401_fails_at_once(
 
 
 async def test_no_retries_means_one_attempt(
-    openai: OpenAIChatProvider, openai_server: FakeOpenAIServer, sleeps: Sleeps
+    openai_provider: OpenAIChatProvider, openai_server: FakeOpenAIServer, sleeps: Sleeps
 ) -> None:
     openai_server.push(ErrorReply(status=503, message="busy"))
-    provider = retrying(openai, sleeps, max_retries=0)
+    provider = retrying(openai_provider, sleeps, max_retries=0)
 
     with pytest.raises(ProviderError) as caught:
         await provider.complete(REQUEST)
@@ -144,10 +140,10 @@ async def test_a_timeout_is_retried(openai_server: FakeOpenAIServer, sleeps: Sle
 
 
 async def test_a_stream_is_retried_when_it_fails_before_any_text(
-    openai: OpenAIChatProvider, openai_server: FakeOpenAIServer, sleeps: Sleeps
+    openai_provider: OpenAIChatProvider, openai_server: FakeOpenAIServer, sleeps: Sleeps
 ) -> None:
     openai_server.push(ErrorReply(status=502, message="Bad gateway"), Reply(text="Hello"))
-    provider = retrying(openai, sleeps)
+    provider = retrying(openai_provider, sleeps)
 
     parts = [part async for part in provider.stream(REQUEST)]
 
@@ -159,12 +155,12 @@ async def test_a_stream_is_retried_when_it_fails_before_any_text(
 
 
 async def test_a_stream_that_failed_after_text_is_not_retried(
-    openai: OpenAIChatProvider, openai_server: FakeOpenAIServer, sleeps: Sleeps
+    openai_provider: OpenAIChatProvider, openai_server: FakeOpenAIServer, sleeps: Sleeps
 ) -> None:
     openai_server.push(
         Reply(text="Half an ans", stream_error=ErrorReply(status=500, message="cut")),
     )
-    provider = retrying(openai, sleeps)
+    provider = retrying(openai_provider, sleeps)
     seen: list[StreamPart] = []
 
     with pytest.raises(ProviderError) as caught:
@@ -200,9 +196,11 @@ async def test_anthropic_overload_then_success_streamed(
     assert len(anthropic_server.requests) == 3
 
 
-async def test_it_presents_the_inner_provider(openai: OpenAIChatProvider, sleeps: Sleeps) -> None:
-    provider = retrying(openai, sleeps)
+async def test_it_presents_the_inner_provider(
+    openai_provider: OpenAIChatProvider, sleeps: Sleeps
+) -> None:
+    provider = retrying(openai_provider, sleeps)
 
     assert isinstance(provider, Provider)
     assert (provider.name, provider.model, provider.supports_tools) == ("openai", "gpt-test", True)
-    assert provider.inner is openai
+    assert provider.inner is openai_provider
