@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pressloop.contracts import ErrorInfo, RunStatus
+from pressloop.store.id_lists import among
 from pressloop.store.records import Claim
 from pressloop.store.runs import BUSY_STATUSES, to_record
 from pressloop.store.schema import UTCDateTime, runs
@@ -111,7 +112,7 @@ async def claim_runs(
     rows = await _update(
         conn,
         sa.update(runs)
-        .where(runs.c.id.in_(chosen), runs.c.status == RunStatus.QUEUED.value)
+        .where(among(conn, runs.c.id, chosen), runs.c.status == RunStatus.QUEUED.value)
         .values(**_claimed(owner, now + timedelta(seconds=ttl_s), now))
         .returning(*runs.c),
         savepoint=savepoint,

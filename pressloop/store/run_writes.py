@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pressloop.contracts import Event, Message, RunStatus
 from pressloop.errors import LeaseLost
 from pressloop.store import threads as thread_store
+from pressloop.store.id_lists import among
 from pressloop.store.schema import runs
 
 # Executed with a list of parameter sets: the SET clause is the columns named in the sets.
@@ -92,7 +93,7 @@ async def fence_many(
     tokens = {write.run_id: write.token for write in writes}
     rows = await conn.execute(
         sa.select(runs.c.id, runs.c.lease_token, runs.c.status, runs.c.cancel_requested).where(
-            runs.c.id.in_(list(tokens))
+            among(conn, runs.c.id, tokens)
         )
     )
     return {

@@ -26,6 +26,7 @@ from pressloop.contracts import (
     Usage,
 )
 from pressloop.store import threads as thread_store
+from pressloop.store.id_lists import among
 from pressloop.store.ids import new_id
 from pressloop.store.records import RunRecord
 from pressloop.store.schema import runs, threads
@@ -290,7 +291,7 @@ async def cancels_requested(conn: AsyncConnection, run_ids: Sequence[str]) -> li
     asked: list[str] = []
     for start in range(0, len(run_ids), _CANCEL_BATCH):
         batch = list(run_ids[start : start + _CANCEL_BATCH])
-        query = sa.select(runs.c.id).where(runs.c.id.in_(batch), runs.c.cancel_requested)
+        query = sa.select(runs.c.id).where(among(conn, runs.c.id, batch), runs.c.cancel_requested)
         asked += list((await conn.execute(query)).scalars())
     return asked
 
