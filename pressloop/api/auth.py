@@ -45,6 +45,12 @@ def service_of(request: Request) -> Service:
     return service
 
 
+async def _service(request: Request) -> Service:
+    """`service_of` as a dependency: async, so FastAPI calls it on the loop (a plain `def`
+    dependency is run on a worker thread, a hop of its own on every request)."""
+    return service_of(request)
+
+
 def access_of(request: Request) -> Access:
     """The app's tokens and sessions, over its service's database and clock (made once)."""
     access: Access | None = getattr(request.app.state, "access", None)
@@ -95,7 +101,7 @@ def require(role: str) -> Callable[..., Awaitable[TokenRecord]]:
     return check
 
 
-ServiceDep = Annotated[Service, Depends(service_of)]
+ServiceDep = Annotated[Service, Depends(_service)]
 Viewer = Annotated[TokenRecord, Depends(require("viewer"))]
 Operator = Annotated[TokenRecord, Depends(require("operator"))]
 Admin = Annotated[TokenRecord, Depends(require("admin"))]

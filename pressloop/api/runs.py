@@ -34,7 +34,7 @@ IdempotencyKey = Annotated[
 ]
 
 
-def caller_trigger(
+async def caller_trigger(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> Trigger:

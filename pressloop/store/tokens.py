@@ -38,12 +38,20 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def live_at(now: datetime) -> sa.ColumnElement[bool]:
+def live_at(now: datetime | sa.BindParameter[datetime]) -> sa.ColumnElement[bool]:
     """The condition a token row meets while it may be used."""
     return sa.and_(
         api_tokens.c.revoked_at.is_(None),
         sa.or_(api_tokens.c.expires_at.is_(None), api_tokens.c.expires_at > now),
     )
+
+
+# Every API request looks its token up: the statement is built once (building it anew was a
+# third of the lookup's CPU), its values bound per request.
+_VERIFY = sa.select(api_tokens).where(
+    api_tokens.c.token_hash == sa.bindparam("b_hash"),
+    live_at(sa.bindparam("b_now", type_=api_tokens.c.expires_at.type)),
+)
 
 
 def token_of(row: sa.Row[Any]) -> AccessToken:
@@ -97,13 +105,8 @@ async def verify_token(
 ) -> AccessToken | None:
     """The live token (not revoked, not expired at `now`) for this plaintext, if any."""
     moment = now or datetime.now(UTC)
-    row = (
-        await conn.execute(
-            sa.select(api_tokens).where(
-                api_tokens.c.token_hash == hash_token(plaintext), live_at(moment)
-            )
-        )
-    ).one_or_none()
+    params = {"b_hash": hash_token(plaintext), "b_now": moment}
+    row = (await conn.execute(_VERIFY, params)).one_or_none()
     return token_of(row) if row else None
 
 
