@@ -31,10 +31,8 @@ from pressloop.contracts import Event, EventType
 from pressloop.errors import LeaseLost
 from pressloop.runtime.bus import EventBus, is_delta
 from pressloop.runtime.commit_loop import CommitLoop
-from pressloop.store import events as event_store
-from pressloop.store import run_writes
+from pressloop.store import batch_writes, run_writes
 from pressloop.store.db import Database
-from pressloop.store.notify import notify_runs
 from pressloop.store.run_writes import FinishWrite, RunWrite
 
 log = logging.getLogger(__name__)
@@ -331,14 +329,20 @@ class Committer:
         """The batch's transaction on `database`. On the commit loop it runs there, so it
         touches nothing but its connection and the batch (the write operations included)."""
         results: dict[int, Any] = {}  # id(future) -> the operation's value
+        writes = [p.write for p in batch]
+        if not any(p.operations or p.after_finish or p.write.finish for p in batch):
+            # The fence and the events only: one statement on PostgreSQL, no transaction
+            # around it (`store/batch_writes.py`).
+            async with database.write_one_statement() as conn:
+                held = await batch_writes.fence_and_append(
+                    conn, writes, now=now, ttl_s=self.lease_ttl_s
+                )
+            return held, results
         async with database.write(first=True) as conn:
-            held = await run_writes.fence_many(
-                conn, [p.write for p in batch], now=now, ttl_s=self.lease_ttl_s
+            held = await batch_writes.fence_and_append(
+                conn, writes, now=now, ttl_s=self.lease_ttl_s
             )
             mine = [p for p in batch if p.write.run_id in held]
-            await event_store.append_events(conn, [e for p in mine for e in p.write.events])
-            # Readers in other processes (PostgreSQL): delivered at the commit.
-            await notify_runs(conn, [p.write.run_id for p in mine if p.write.events])
             for pending in mine:
                 for operation, future in pending.operations:
                     results[id(future)] = await operation(conn)

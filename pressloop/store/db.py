@@ -247,6 +247,21 @@ class Database:
             yield conn
 
     @asynccontextmanager
+    async def write_one_statement(self) -> AsyncIterator[AsyncConnection]:
+        """A write of a single statement (the caller sends exactly one), going first as
+        `write(first=True)` does. On PostgreSQL it runs in autocommit: one statement is one
+        transaction on its own, all or nothing, and BEGIN and COMMIT would be two round trips
+        more (`read` says what a round trip costs here). SQLite keeps its transaction."""
+        if self.is_sqlite:
+            async with self.write(first=True) as conn:
+                yield conn
+            return
+        async with self.engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            async with conn.begin():
+                yield conn
+
+    @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
         """A read-only transaction; on SQLite it does not take the write lock.
 

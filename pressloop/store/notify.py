@@ -3,35 +3,25 @@
 A stream served by one process for a run another process runs (a background run taken by a
 `pressloop worker`, a reconnect a load balancer sent elsewhere) would otherwise see new events
 only at its next database poll. The group committer sends `NOTIFY pressloop_events, '<run id>'`
-in the transaction that commits a run's events (PostgreSQL delivers it at the commit, never for
-a rolled-back one); every API process listens on one connection of its own and wakes the readers
-of that run, who then read the events from the database as usual. SQLite has no such thing (and
-one SQLite file serves one machine): its readers poll.
+in the statement that commits a run's events (`store/batch_writes.py`; PostgreSQL delivers it at
+the commit, never for a rolled-back one); every API process listens on one connection of its
+own and wakes the readers of that run, who then read the events from the database as usual.
+SQLite has no such thing (and one SQLite file serves one machine): its readers poll.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
-import sqlalchemy as sa
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 log = logging.getLogger(__name__)
 
 CHANNEL = "pressloop_events"
-
-_NOTIFY = sa.text("SELECT pg_notify(:channel, id) FROM unnest(CAST(:ids AS text[])) AS id")
-
-
-async def notify_runs(conn: AsyncConnection, run_ids: Sequence[str]) -> None:
-    """Tell the other processes, at this transaction's commit, that these runs have events."""
-    if run_ids and conn.dialect.name == "postgresql":
-        await conn.execute(_NOTIFY, {"channel": CHANNEL, "ids": list(run_ids)})
 
 
 def listen_url(database_url: str) -> str:

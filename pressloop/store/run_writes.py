@@ -4,7 +4,8 @@ Every run's share is fenced: its lease is renewed and its checkpoint stored only
 token still holds the run. A run whose lease was lost is left out of the answer and nothing of it
 is written; the other runs of the batch are not affected.
 With many runs, each statement is sent once for all of them (executemany), so the cost of a
-statement is shared by the batch.
+statement is shared by the batch. (On PostgreSQL the group commit fences with one statement
+that also appends the events: `store/batch_writes.py`.)
 """
 
 from __future__ import annotations

@@ -1,0 +1,205 @@
+"""A group commit's fence, events and notification (`store/batch_writes.py`), on both databases:
+the runs still held are renewed and get their events, checkpoints and trace contexts; a run whose
+lease moved on gets nothing written; on PostgreSQL it is one statement, sent without BEGIN and
+COMMIT, whose notifications name exactly the held runs that have new events."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
+import sqlalchemy as sa
+
+from pressloop.contracts import Event, EventType, Policy, RunStatus, Trigger
+from pressloop.store import agents as agent_store
+from pressloop.store import claims as claim_store
+from pressloop.store import events as event_store
+from pressloop.store import runs as run_store
+from pressloop.store import threads as thread_store
+from pressloop.store.batch_writes import fence_and_append
+from pressloop.store.db import Database
+from pressloop.store.notify import CHANNEL, listen_url
+from pressloop.store.records import Claim
+from pressloop.store.run_writes import RunWrite
+from pressloop.store.schema import runs
+
+NOW = datetime(2026, 12, 4, 12, tzinfo=UTC)
+TTL_S = 30.0
+
+
+async def _claimed(database: Database, count: int) -> list[Claim]:
+    async with database.write() as conn:
+        agent = await agent_store.ensure_agent(conn, now=NOW)
+        claims = []
+        for n in range(count):
+            thread = await thread_store.create_thread(conn, agent_id=agent.id, now=NOW)
+            run, _ = await run_store.create_run(
+                conn,
+                thread_id=thread.id,
+                agent_id=agent.id,
+                trigger=Trigger.API,
+                input=f"turn {n}",
+                policy=Policy(),
+                now=NOW,
+            )
+            claim = await claim_store.claim_run(
+                conn, owner="me", ttl_s=TTL_S, now=NOW, run_id=run.id
+            )
+            assert claim is not None
+            claims.append(claim)
+    return claims
+
+
+def _write(claim: Claim, texts: list[str], *, first_seq: int = 1, **extra: Any) -> RunWrite:
+    events = [
+        Event(
+            run_id=claim.run.id,
+            thread_id=claim.run.thread_id,
+            seq=n,
+            type=EventType.MESSAGE,
+            ts=NOW + timedelta(milliseconds=n),
+            data={"text": text, "nested": {"n": n, "ok": True}},
+        )
+        for n, text in enumerate(texts, start=first_seq)
+    ]
+    return RunWrite(
+        run_id=claim.run.id,
+        thread_id=claim.run.thread_id,
+        token=claim.token,
+        event_seq=first_seq - 1 + len(texts),
+        events=events,
+        **extra,
+    )
+
+
+async def _steal(database: Database, run_id: str) -> None:
+    """Another worker took the run meanwhile: its token moved on."""
+    async with database.write() as conn:
+        await conn.execute(
+            sa.update(runs).where(runs.c.id == run_id).values(lease_token=runs.c.lease_token + 1)
+        )
+
+
+async def test_held_runs_are_renewed_and_get_their_events_and_a_lost_one_nothing(
+    database: Database,
+) -> None:
+    claims = await _claimed(database, 4)
+    await _steal(database, claims[1].run.id)
+    async with database.write() as conn:
+        await run_store.request_cancel(conn, claims[2].run.id, now=NOW)
+    later = NOW + timedelta(seconds=5)
+    writes = [
+        _write(claims[0], ["a", "é ✓"], checkpoint={"round": 2, "text": "x"}),
+        _write(claims[1], ["lost"], checkpoint={"round": 9}),
+        _write(claims[2], ["c"], trace_context={"traceparent": "00-abc-def-01"}),
+        _write(claims[3], []),  # a renewal only
+    ]
+    async with database.write_one_statement() as conn:
+        held = await fence_and_append(conn, writes, now=later, ttl_s=TTL_S)
+    assert held == {claims[0].run.id: False, claims[2].run.id: True, claims[3].run.id: False}
+    async with database.read() as conn:
+        stored = {
+            row.id: row
+            for row in await conn.execute(
+                sa.select(
+                    runs.c.id,
+                    runs.c.lease_expires_at,
+                    runs.c.event_seq,
+                    runs.c.checkpoint,
+                    runs.c.trace_context,
+                )
+            )
+        }
+        events = {c.run.id: await event_store.list_events(conn, c.run.id) for c in claims}
+    renewed = later + timedelta(seconds=TTL_S)
+    for index in (0, 2, 3):
+        assert stored[claims[index].run.id].lease_expires_at == renewed
+    assert stored[claims[1].run.id].lease_expires_at == NOW + timedelta(seconds=TTL_S)
+    assert stored[claims[0].run.id].checkpoint == {"round": 2, "text": "x"}
+    assert stored[claims[1].run.id].checkpoint is None  # lost: not written
+    assert stored[claims[2].run.id].trace_context == {"traceparent": "00-abc-def-01"}
+    assert [stored[c.run.id].event_seq for c in claims] == [2, 0, 1, 0]
+    assert events[claims[0].run.id] == writes[0].events  # same values, in order
+    assert events[claims[1].run.id] == []
+    assert events[claims[2].run.id] == writes[2].events
+    assert events[claims[3].run.id] == []
+
+
+async def test_a_write_without_a_checkpoint_keeps_the_stored_one(database: Database) -> None:
+    [claim] = await _claimed(database, 1)
+    async with database.write_one_statement() as conn:
+        await fence_and_append(
+            conn,
+            [_write(claim, ["one"], checkpoint={"round": 1}, trace_context={"t": "1"})],
+            now=NOW,
+            ttl_s=TTL_S,
+        )
+    async with database.write_one_statement() as conn:
+        held = await fence_and_append(
+            conn, [_write(claim, ["two"], first_seq=2)], now=NOW, ttl_s=TTL_S
+        )
+    assert held == {claim.run.id: False}
+    async with database.read() as conn:
+        row = (
+            await conn.execute(
+                sa.select(runs.c.checkpoint, runs.c.trace_context, runs.c.status).where(
+                    runs.c.id == claim.run.id
+                )
+            )
+        ).one()
+        seqs = [e.seq for e in await event_store.list_events(conn, claim.run.id)]
+    assert (row.checkpoint, row.trace_context) == ({"round": 1}, {"t": "1"})
+    assert row.status == RunStatus.RUNNING.value
+    assert seqs == [1, 2]
+
+
+TRANSACTION_ID = sa.text("SELECT pg_current_xact_id()::text")
+
+
+async def test_on_postgresql_the_write_is_one_statement_without_a_transaction_around_it(
+    postgres_database: str,
+) -> None:
+    database = Database.open(postgres_database, pool_size=1, max_overflow=0)
+    try:
+        async with database.write_one_statement() as conn:
+            # No BEGIN: each statement is its own transaction.
+            first = (await conn.execute(TRANSACTION_ID)).scalar_one()
+            second = (await conn.execute(TRANSACTION_ID)).scalar_one()
+        assert first != second
+        async with database.write() as conn:  # the pooled connection is transactional again
+            first = (await conn.execute(TRANSACTION_ID)).scalar_one()
+            second = (await conn.execute(TRANSACTION_ID)).scalar_one()
+        assert first == second
+    finally:
+        await database.close()
+
+
+async def test_on_postgresql_the_held_runs_with_events_are_notified_once_each(
+    postgres_database: str,
+) -> None:
+    database = Database.open(postgres_database)
+    listener = await asyncpg.connect(listen_url(postgres_database))
+    received: asyncio.Queue[str] = asyncio.Queue()
+    await listener.add_listener(CHANNEL, lambda *args: received.put_nowait(args[-1]))
+    try:
+        claims = await _claimed(database, 3)
+        await _steal(database, claims[1].run.id)
+        writes = [
+            _write(claims[0], ["a", "b", "c"]),  # three events, one notification
+            _write(claims[1], ["lost"]),
+            _write(claims[2], []),  # held, no events: nothing to wake a reader for
+        ]
+        async with database.write_one_statement() as conn:
+            await fence_and_append(conn, writes, now=NOW, ttl_s=TTL_S)
+        # A marker sent after the commit: every notification of the commit came before it.
+        async with database.write() as conn:
+            await conn.execute(sa.select(sa.func.pg_notify(CHANNEL, "marker")))
+        payloads = []
+        while (payload := await asyncio.wait_for(received.get(), 10)) != "marker":
+            payloads.append(payload)
+        assert payloads == [claims[0].run.id]
+    finally:
+        await listener.close()
+        await database.close()
