@@ -214,6 +214,13 @@ class Settings(BaseSettings):
     commit_gather_s: float = Field(
         default=0.0, ge=0, le=1, validation_alias=_env("PRESSLOOP_COMMIT_GATHER")
     )
+    # How long the text deltas a stream of this process has already sent may wait for their
+    # commit (they are written for a reader in another process, a reconnect elsewhere): while
+    # many streams receive tokens, fewer commits (`runtime/commits.py`; benchmarks.md, section
+    # 3k). A delta no stream here sends is written at once. 0: every delta at once.
+    delta_commit_s: float = Field(
+        default=0.1, ge=0, le=5, validation_alias=_env("PRESSLOOP_DELTA_COMMIT")
+    )
     # Work that can wait (a turn's next step, the next group commit) lets the event loop read its
     # sockets between two pieces, so a stream's token already in one goes out first
     # (`runtime/pacing.py`; benchmarks.md, section 3g).

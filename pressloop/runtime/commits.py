@@ -209,6 +209,7 @@ class Committer:
         gather_s: float = 0.0,
         in_flight: Callable[[], int] = lambda: 0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        delta_commit_s: float = 0.0,
     ) -> None:
         self.database = database
         # Where the transactions run (PostgreSQL: a loop of their own, `commit_loop.py`).
@@ -232,23 +233,54 @@ class Committer:
         # here as soon as the last one's finish commits) has an outbox of its own, and the last
         # attempt's session, closing late, must neither drop it nor stand in for it.
         self._dirty: dict[Outbox, None] = {}
+        # Text deltas a stream of this process has already sent wait up to `delta_commit_s`
+        # (`mark(soon=True)`): all such outboxes go to the next batch together when it is up.
+        # What they are written for (a reader in another process, a reconnect elsewhere) can
+        # wait that long, and the commits they cost while hundreds of streams receive tokens
+        # shrink to a few (docs/benchmarks.md, section 3k). 0: written as soon as marked.
+        self.delta_commit_s = delta_commit_s
+        self._soon: dict[Outbox, None] = {}
+        self._soon_timer: asyncio.TimerHandle | None = None
         self._task: asyncio.Task[None] | None = None
 
-    def mark(self, outbox: Outbox) -> asyncio.Future[Committed]:
+    def mark(self, outbox: Outbox, *, soon: bool = False) -> asyncio.Future[Committed]:
         """`outbox` has something to write: it goes with the next batch, whose outcome for the
-        run is returned."""
+        run is returned. `soon`: it may wait up to `delta_commit_s` (only text deltas were
+        queued since its last write, and a stream of this process has sent them)."""
+        if soon and self.delta_commit_s > 0 and outbox not in self._dirty:
+            self._soon[outbox] = None
+            if self._soon_timer is None:
+                loop = asyncio.get_running_loop()
+                self._soon_timer = loop.call_later(self.delta_commit_s, self._soon_is_now)
+            return outbox.next_commit()
+        self._soon.pop(outbox, None)
         self._dirty[outbox] = None
+        self._start()
+        return outbox.next_commit()
+
+    def _soon_is_now(self) -> None:
+        self._soon_timer = None
+        self._dirty.update(self._soon)
+        self._soon.clear()
+        if self._dirty:
+            self._start()
+
+    def _start(self) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._drain(), name="committer")
-        return outbox.next_commit()
 
     def forget(self, outbox: Outbox) -> None:
         """Write nothing more from `outbox` (its session closed: a renewal asked for after the
         run's last write would only find its lease gone)."""
         self._dirty.pop(outbox, None)
+        self._soon.pop(outbox, None)
 
     async def close(self) -> None:
-        """Wait for what is being written (the task ends by itself when nothing is left)."""
+        """Write what waits (the deltas too) and wait for what is being written (the task ends
+        by itself when nothing is left)."""
+        if self._soon_timer is not None:
+            self._soon_timer.cancel()
+            self._soon_is_now()
         if self._task is not None:
             await asyncio.shield(self._task)
         if self.commit_loop is not None:
@@ -368,7 +400,7 @@ class Committer:
         pending.committed.set_result(Committed(error=error, cancel_requested=cancel))
         if error is not None:
             pending.outbox.fail(error)
-            self._dirty.pop(pending.outbox, None)
+            self.forget(pending.outbox)
         for future in futures:
             if future.done():  # its waiter was cancelled
                 continue

@@ -117,6 +117,7 @@ class Runner:
             pace=self.pacer.turn if self.pacer is not None and not own_loop else None,
             gather_s=self.settings.commit_gather_s,
             in_flight=lambda: len(self.sessions),
+            delta_commit_s=self.settings.delta_commit_s,
         )
         self.leases = LeaseKeeper(
             self.sessions, renew_s=self.settings.lease_renew_s, monotonic=self.monotonic

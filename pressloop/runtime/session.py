@@ -85,9 +85,12 @@ class RunSession:
         self._raise_if_failed()
         ts = self.now()
         part = self._outbox.add_event(type_, data, ts)
-        self._mark()
         bus = self.committer.bus
-        if part and bus.wants_parts(self.run_id):  # made only for a run someone streams here
+        streamed_here = bool(part) and bus.wants_parts(self.run_id)
+        # A delta a stream here sends now need not hurry to the database (`Committer.mark`);
+        # one nobody here streams goes at once: a reader elsewhere has only the database.
+        self._mark(soon=streamed_here)
+        if streamed_here:  # the part is made only for a run someone streams here
             run = self.claim.run
             bus.publish_part(
                 Part(run.id, run.thread_id, self._outbox.seq, part, type_, ts, data["delta"])
@@ -165,8 +168,8 @@ class RunSession:
         if self.failure is not None:
             raise self.failure
 
-    def _mark(self) -> None:
-        committed = self.committer.mark(self._outbox)
+    def _mark(self, *, soon: bool = False) -> None:
+        committed = self.committer.mark(self._outbox, soon=soon)
         if committed is not self._next_commit:
             self._next_commit = committed
             committed.add_done_callback(self._committed)
