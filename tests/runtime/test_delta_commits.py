@@ -23,6 +23,18 @@ async def _streamed_session(service: Service) -> RunSession:
     return session
 
 
+async def _deltas_streamed_here(
+    make_service: ServiceFactory, delay_s: float
+) -> tuple[Service, RunSession]:
+    """A service with `delta_commit_s=delay_s` and a claimed run of it, a stream of this
+    process subscribed to the run's parts, and PIECES emitted as text deltas."""
+    service: Service = await make_service([], delta_commit_s=delay_s)
+    session = await _streamed_session(service)
+    for piece in PIECES:
+        await session.emit(EventType.MESSAGE, {"delta": piece})
+    return service, session
+
+
 async def _stored_within(
     service: Service, run_id: str, count: int, timeout_s: float
 ) -> list[Event]:
@@ -52,10 +64,7 @@ async def test_streamed_deltas_wait_then_go_together_as_one_event(
 async def test_an_event_after_streamed_deltas_goes_at_once_and_takes_them(
     make_service: ServiceFactory,
 ) -> None:
-    service: Service = await make_service([], delta_commit_s=4)
-    session = await _streamed_session(service)
-    for piece in PIECES:
-        await session.emit(EventType.MESSAGE, {"delta": piece})
+    service, session = await _deltas_streamed_here(make_service, 4)
     await session.emit(EventType.ACTION, {"action": "noop", "params": {}})
     await asyncio.wait_for(session.renew(), 2)  # not 4 s
     stored = await service.events(session.run_id)
@@ -76,10 +85,7 @@ async def test_a_delta_nobody_streams_here_is_written_at_once(
 async def test_closing_the_committer_writes_the_waiting_deltas(
     make_service: ServiceFactory,
 ) -> None:
-    service: Service = await make_service([], delta_commit_s=4)
-    session = await _streamed_session(service)
-    for piece in PIECES:
-        await session.emit(EventType.MESSAGE, {"delta": piece})
+    service, session = await _deltas_streamed_here(make_service, 4)
     await asyncio.wait_for(service.runner.committer.close(), 2)
     stored = await service.events(session.run_id)
     assert [e.data["delta"] for e in stored] == ["Hello world"]
