@@ -248,7 +248,12 @@ async def test_a_killed_worker_s_deltas_are_followed_by_the_retry(
     # The retry's events, whole, from its run.started: the dead attempt's text is not repeated
     # (it is in no database), and the retry's text comes in full after it.
     assert resumed[0].event == "run.started" and resumed[0].id == 2
-    assert resumed[0].data["data"]["attempt"] == 2
+    # Its attempt is the second, or the third on PostgreSQL: a group commit there is one
+    # statement (store/batch_writes.py), which waits for the held table before it locks the
+    # run's row; the dead process's lease renewal, stuck behind the lock, holds nothing, so its
+    # lease (1.5 s) can run out during the hold and the process claim the next attempt before
+    # it is killed (whose run.started waits behind the stuck renewal, never committed).
+    assert resumed[0].data["data"]["attempt"] in (2, 3)
     assert text_of(resumed) == RETRY_ANSWER
     stored = await _stored(database_url, run["id"])
     assert [(e["seq"], e["type"], e["data"]) for e in folded(resumed)] == [
