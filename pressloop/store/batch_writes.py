@@ -12,7 +12,10 @@ tokens of hundreds of streams wait behind it (docs/benchmarks.md, section 3k). A
 nothing else to write (no run finishing, no operation) sends this one statement in autocommit:
 one statement is one transaction, all or nothing, without BEGIN and COMMIT.
 
-The text is the same whatever the batch's size, so each connection prepares it once.
+The text is the same whatever the batch's size, so each connection prepares it once. The
+statement locks its tables before any row: one stuck behind a lock on `run_events` holds no run's
+row meanwhile, so a lease it would renew can run out and the run go to its next attempt; when the
+statement runs at last, its fence matches nothing of that run.
 """
 
 from __future__ import annotations
