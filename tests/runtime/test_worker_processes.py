@@ -9,9 +9,12 @@ its lease writes nothing.
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import os
 import signal
 import sqlite3
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +23,7 @@ import sqlalchemy as sa
 from pressloop.contracts import FINAL_RUN_STATUSES, EventType, RunStatus
 from pressloop.runtime.service import Service
 from pressloop.store.schema import runs
+from pressloop.store.write_lock import SUFFIX
 from tests.support.processes import CrashPackWorkers, wait_for
 
 
@@ -35,6 +39,10 @@ async def pause_outside_a_write(process: subprocess.Popen[bytes], database_url: 
         process.send_signal(signal.SIGSTOP)
         if not database_url.startswith("sqlite"):
             return
+        if _writers_lock_held(Path(database_url.split("///", 1)[1])):
+            process.send_signal(signal.SIGCONT)
+            await asyncio.sleep(0.03)
+            continue
         try:
             probe = sqlite3.connect(database_url.split("///", 1)[1], timeout=0.2)
             try:
@@ -47,6 +55,19 @@ async def pause_outside_a_write(process: subprocess.Popen[bytes], database_url: 
             process.send_signal(signal.SIGCONT)
             await asyncio.sleep(0.03)
     raise AssertionError("the worker was always inside a write")
+
+
+def _writers_lock_held(database: Path) -> bool:
+    """Whether a process holds the writers' lock of the file (`store/write_lock.py`): taken
+    before SQLite's own, so a writer paused between the two blocks the others as well."""
+    descriptor = os.open(database.with_name(database.name + SUFFIX), os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(descriptor)  # closing releases our lock if we took it
+    return False
 
 
 async def running_runs(service: Service) -> int:
