@@ -26,7 +26,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pressloop.clock import Monotonic, Now
 from pressloop.contracts import Checkpoint, EventType
 from pressloop.runtime.bus import Part
-from pressloop.runtime.commits import Committed, Committer, Operation, Outbox
+from pressloop.runtime.commits import Committer
+from pressloop.runtime.outbox import Committed, Operation, Outbox
 from pressloop.store.db import Database
 from pressloop.store.records import Claim
 from pressloop.store.run_writes import FinishWrite

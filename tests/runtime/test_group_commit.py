@@ -15,7 +15,7 @@ from pressloop.config import Settings
 from pressloop.contracts import EventType, Role, RunStatus
 from pressloop.errors import LeaseLost
 from pressloop.providers.scripted import ScriptedProvider
-from pressloop.runtime.commits import Operation
+from pressloop.runtime.outbox import Operation
 from pressloop.runtime.service import Service
 from pressloop.runtime.session import RunSession
 from pressloop.store import claims as claim_store
