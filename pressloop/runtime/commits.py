@@ -205,12 +205,12 @@ class Committer:
         touches nothing but its connection and the batch (the write operations included)."""
         results: dict[int, Any] = {}  # id(future) -> the operation's value
         writes = [p.write for p in batch]
-        if not any(p.operations or p.after_finish or p.write.finish for p in batch):
-            # The fence and the events only: one statement on PostgreSQL, no transaction
-            # around it (`store/batch_writes.py`).
+        if not any(p.operations or p.after_finish for p in batch):
+            # The fence, the events and the finishes only: one statement on PostgreSQL, no
+            # transaction around it (`store/batch_writes.py`).
             async with database.write_one_statement() as conn:
                 held = await batch_writes.fence_and_append(
-                    conn, writes, now=now, ttl_s=self.lease_ttl_s
+                    conn, writes, now=now, ttl_s=self.lease_ttl_s, finish=True
                 )
             return held, results
         async with database.write(first=True) as conn:

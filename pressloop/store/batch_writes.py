@@ -33,28 +33,53 @@ from pressloop.contracts import RunStatus
 from pressloop.store import events as event_store
 from pressloop.store import run_writes
 from pressloop.store.notify import CHANNEL
-from pressloop.store.run_writes import RunWrite
+from pressloop.store.run_writes import FinishWrite, RunWrite
 from pressloop.store.schema import ID, UTCDateTime
 
 _TEXTS = postgresql.ARRAY(sa.Text)
 _IDS = postgresql.ARRAY(ID)
 _INTEGERS = postgresql.ARRAY(sa.Integer)
+_BOOLEANS = postgresql.ARRAY(sa.Boolean)
+_TIMES = postgresql.ARRAY(UTCDateTime)
 
 # JSON goes as text (serialised here, as SQLAlchemy's JSON type would) and is cast in the
-# statement: a NULL element is "not written" (COALESCE keeps the stored value).
+# statement: a NULL element is "not written" (COALESCE keeps the stored value). A run that
+# finishes (`w.finishing`) also leaves `running` in the same UPDATE (a row is updated once a
+# statement), gives its lease up, and gets its transcript and its thread's time.
 _FENCE_APPEND_NOTIFY = sa.text(
     """
-    WITH fenced AS (
+    WITH w AS (
+        SELECT * FROM unnest(
+            :run_ids, :tokens, :seqs, :checkpoints, :trace_contexts, :finishing, :f_status,
+            :f_updated_at, :f_cancel_requested, :f_result, :f_error, :f_usage, :f_checkpoint,
+            :f_not_before, :f_attempt, :f_finished_at
+        ) AS w(
+            id, token, seq, checkpoint, trace_context, finishing, status, updated_at,
+            cancel_requested, result, error, usage, f_checkpoint, not_before, attempt,
+            finished_at
+        )
+    ),
+    fenced AS (
         UPDATE runs
-        SET lease_expires_at = :expires,
-            updated_at = :now,
+        SET lease_expires_at = CASE WHEN w.finishing THEN NULL ELSE :expires END,
+            lease_owner = CASE WHEN w.finishing THEN NULL ELSE runs.lease_owner END,
+            updated_at = COALESCE(w.updated_at, :now),
             event_seq = w.seq,
-            checkpoint = COALESCE(CAST(w.checkpoint AS JSONB), runs.checkpoint),
-            trace_context = COALESCE(CAST(w.trace_context AS JSONB), runs.trace_context)
-        FROM unnest(:run_ids, :tokens, :seqs, :checkpoints, :trace_contexts)
-            AS w(id, token, seq, checkpoint, trace_context)
+            checkpoint = COALESCE(
+                CAST(w.f_checkpoint AS JSONB), CAST(w.checkpoint AS JSONB), runs.checkpoint
+            ),
+            trace_context = COALESCE(CAST(w.trace_context AS JSONB), runs.trace_context),
+            status = COALESCE(w.status, runs.status),
+            cancel_requested = COALESCE(w.cancel_requested, runs.cancel_requested),
+            result = COALESCE(CAST(w.result AS JSONB), runs.result),
+            error = COALESCE(CAST(w.error AS JSONB), runs.error),
+            usage = COALESCE(CAST(w.usage AS JSONB), runs.usage),
+            not_before = COALESCE(w.not_before, runs.not_before),
+            attempt = COALESCE(w.attempt, runs.attempt),
+            finished_at = COALESCE(w.finished_at, runs.finished_at)
+        FROM w
         WHERE runs.id = w.id AND runs.lease_token = w.token AND runs.status = :running
-        RETURNING runs.id, runs.cancel_requested
+        RETURNING runs.id, runs.cancel_requested, w.finishing
     ),
     appended AS (
         INSERT INTO run_events (run_id, thread_id, seq, type, ts, data)
@@ -64,6 +89,28 @@ _FENCE_APPEND_NOTIFY = sa.text(
         WHERE e.run_id IN (SELECT id FROM fenced)
         ORDER BY e.n
         RETURNING run_id
+    ),
+    transcripts AS (
+        INSERT INTO messages (
+            thread_id, run_id, role, content, tool_calls, tool_call_id, name, untrusted,
+            created_at
+        )
+        SELECT m.thread_id, m.run_id, m.role, m.content, CAST(m.tool_calls AS JSONB),
+            m.tool_call_id, m.name, m.untrusted, m.created_at
+        FROM unnest(
+            :m_thread_ids, :m_run_ids, :m_roles, :m_contents, :m_tool_calls, :m_tool_call_ids,
+            :m_names, :m_untrusted, :m_times
+        ) WITH ORDINALITY AS m(
+            thread_id, run_id, role, content, tool_calls, tool_call_id, name, untrusted,
+            created_at, n
+        )
+        WHERE m.run_id IN (SELECT id FROM fenced WHERE finishing)
+        ORDER BY m.n
+    ),
+    touched AS (
+        UPDATE threads SET updated_at = t.at
+        FROM unnest(:t_ids, :t_times, :t_run_ids) AS t(id, at, run_id)
+        WHERE threads.id = t.id AND t.run_id IN (SELECT id FROM fenced WHERE finishing)
     ),
     notified AS (
         SELECT pg_notify(:channel, run_id) FROM (SELECT DISTINCT run_id FROM appended) AS r
@@ -81,22 +128,73 @@ _FENCE_APPEND_NOTIFY = sa.text(
     sa.bindparam("seqs", type_=_INTEGERS),
     sa.bindparam("checkpoints", type_=_TEXTS),
     sa.bindparam("trace_contexts", type_=_TEXTS),
+    sa.bindparam("finishing", type_=_BOOLEANS),
+    sa.bindparam("f_status", type_=_TEXTS),
+    sa.bindparam("f_updated_at", type_=_TIMES),
+    sa.bindparam("f_cancel_requested", type_=_BOOLEANS),
+    sa.bindparam("f_result", type_=_TEXTS),
+    sa.bindparam("f_error", type_=_TEXTS),
+    sa.bindparam("f_usage", type_=_TEXTS),
+    sa.bindparam("f_checkpoint", type_=_TEXTS),
+    sa.bindparam("f_not_before", type_=_TIMES),
+    sa.bindparam("f_attempt", type_=_INTEGERS),
+    sa.bindparam("f_finished_at", type_=_TIMES),
     sa.bindparam("running", type_=sa.String),
     sa.bindparam("e_run_ids", type_=_IDS),
     sa.bindparam("e_thread_ids", type_=_IDS),
     sa.bindparam("e_seqs", type_=_INTEGERS),
     sa.bindparam("e_types", type_=_TEXTS),
-    sa.bindparam("e_times", type_=postgresql.ARRAY(UTCDateTime)),
+    sa.bindparam("e_times", type_=_TIMES),
     sa.bindparam("e_data", type_=_TEXTS),
+    sa.bindparam("m_thread_ids", type_=_IDS),
+    sa.bindparam("m_run_ids", type_=_IDS),
+    sa.bindparam("m_roles", type_=_TEXTS),
+    sa.bindparam("m_contents", type_=_TEXTS),
+    sa.bindparam("m_tool_calls", type_=_TEXTS),
+    sa.bindparam("m_tool_call_ids", type_=_TEXTS),
+    sa.bindparam("m_names", type_=_TEXTS),
+    sa.bindparam("m_untrusted", type_=_BOOLEANS),
+    sa.bindparam("m_times", type_=_TIMES),
+    sa.bindparam("t_ids", type_=_IDS),
+    sa.bindparam("t_times", type_=_TIMES),
+    sa.bindparam("t_run_ids", type_=_IDS),
     sa.bindparam("channel", type_=sa.String),
+)
+
+# The columns a finish sets (`run_finish.finish_values`) that the statement knows; a finish with
+# another column is written by `run_writes.finish_many` after the statement instead.
+_FINISH_COLUMNS = frozenset(
+    {
+        "status",
+        "lease_owner",
+        "lease_expires_at",
+        "updated_at",
+        "cancel_requested",
+        "result",
+        "error",
+        "usage",
+        "checkpoint",
+        "not_before",
+        "attempt",
+        "event_seq",
+        "finished_at",
+        "trace_context",
+    }
 )
 
 
 async def fence_and_append(
-    conn: AsyncConnection, writes: Sequence[RunWrite], *, now: datetime, ttl_s: float
+    conn: AsyncConnection,
+    writes: Sequence[RunWrite],
+    *,
+    now: datetime,
+    ttl_s: float,
+    finish: bool = False,
 ) -> dict[str, bool]:
     """Fence `writes`' runs and append the events of those still held; on PostgreSQL, notify
-    the other processes of the runs with new events (at the commit).
+    the other processes of the runs with new events (at the commit). With `finish`, the held
+    runs that finish also leave `running` and get their transcripts (`run_writes.finish_many`;
+    without it, the caller writes the finishes, after what else it has to write).
 
     Returns run id -> whether a person asked to cancel the run, for the runs held, as
     `run_writes.fence_many` does.
@@ -105,8 +203,13 @@ async def fence_and_append(
         held = await run_writes.fence_many(conn, writes, now=now, ttl_s=ttl_s)
         events = [e for w in writes if w.run_id in held for e in w.events]
         await event_store.append_events(conn, events)
+        if finish:
+            await run_writes.finish_many(conn, [w for w in writes if w.run_id in held])
         return held
+    folded = finish and all(_foldable(w.finish) for w in writes)
+    finishes = [w.finish if folded else None for w in writes]
     events = [e for w in writes for e in w.events]
+    transcripts = [(w, m) for w, f in zip(writes, finishes, strict=True) if f for m in f.transcript]
     rows = await conn.execute(
         _FENCE_APPEND_NOTIFY,
         {
@@ -118,16 +221,67 @@ async def fence_and_append(
             "seqs": [w.event_seq for w in writes],
             "checkpoints": [_json_or_none(w.checkpoint) for w in writes],
             "trace_contexts": [_json_or_none(w.trace_context) for w in writes],
+            "finishing": [f is not None for f in finishes],
+            "f_status": _column(finishes, "status"),
+            "f_updated_at": _column(finishes, "updated_at"),
+            "f_cancel_requested": _column(finishes, "cancel_requested"),
+            "f_result": _json_column(finishes, "result"),
+            "f_error": _json_column(finishes, "error"),
+            "f_usage": _json_column(finishes, "usage"),
+            "f_checkpoint": _json_column(finishes, "checkpoint"),
+            "f_not_before": _column(finishes, "not_before"),
+            "f_attempt": _column(finishes, "attempt"),
+            "f_finished_at": _column(finishes, "finished_at"),
             "e_run_ids": [e.run_id for e in events],
             "e_thread_ids": [e.thread_id for e in events],
             "e_seqs": [e.seq for e in events],
             "e_types": [e.type.value for e in events],
             "e_times": [e.ts for e in events],
             "e_data": [json.dumps(e.data) for e in events],
+            "m_thread_ids": [w.thread_id for w, _m in transcripts],
+            "m_run_ids": [w.run_id for w, _m in transcripts],
+            "m_roles": [m.role.value for _w, m in transcripts],
+            "m_contents": [m.content for _w, m in transcripts],
+            "m_tool_calls": [
+                json.dumps([c.model_dump() for c in m.tool_calls]) if m.tool_calls else None
+                for _w, m in transcripts
+            ],
+            "m_tool_call_ids": [m.tool_call_id for _w, m in transcripts],
+            "m_names": [m.name for _w, m in transcripts],
+            "m_untrusted": [m.untrusted for _w, m in transcripts],
+            "m_times": [
+                f.at for w, f in zip(writes, finishes, strict=True) if f for _m in f.transcript
+            ],
+            "t_ids": [w.thread_id for w, f in zip(writes, finishes, strict=True) if f],
+            "t_times": [f.at for f in finishes if f],
+            "t_run_ids": [w.run_id for w, f in zip(writes, finishes, strict=True) if f],
             "channel": CHANNEL,
         },
     )
-    return {row.id: bool(row.cancel_requested) for row in rows if row.id is not None}
+    held = {row.id: bool(row.cancel_requested) for row in rows if row.id is not None}
+    if finish and not folded:
+        await run_writes.finish_many(conn, [w for w in writes if w.run_id in held])
+    return held
+
+
+def _foldable(finish: FinishWrite | None) -> bool:
+    """Whether the statement can write this finish: only columns it knows, the lease given up."""
+    if finish is None:
+        return True
+    values = finish.values
+    return (
+        values.keys() <= _FINISH_COLUMNS
+        and values.get("lease_owner") is None
+        and values.get("lease_expires_at") is None
+    )
+
+
+def _column(finishes: Sequence[FinishWrite | None], name: str) -> list[Any]:
+    return [None if f is None else f.values.get(name) for f in finishes]
+
+
+def _json_column(finishes: Sequence[FinishWrite | None], name: str) -> list[str | None]:
+    return [_json_or_none(value) for value in _column(finishes, name)]
 
 
 def _json_or_none(value: Any) -> str | None:

@@ -12,17 +12,31 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]
 import sqlalchemy as sa
 
-from pressloop.contracts import Event, EventType, Policy, RunStatus, Trigger
+from pressloop.contracts import (
+    ActionCall,
+    Checkpoint,
+    Event,
+    EventType,
+    Message,
+    Policy,
+    Role,
+    RunStatus,
+    Trigger,
+    TurnResult,
+    TurnStatus,
+    Usage,
+)
 from pressloop.store import agents as agent_store
 from pressloop.store import claims as claim_store
 from pressloop.store import events as event_store
+from pressloop.store import run_finish
 from pressloop.store import runs as run_store
 from pressloop.store import threads as thread_store
 from pressloop.store.batch_writes import fence_and_append
 from pressloop.store.db import Database
 from pressloop.store.notify import CHANNEL, listen_url
 from pressloop.store.records import Claim
-from pressloop.store.run_writes import RunWrite
+from pressloop.store.run_writes import FinishWrite, RunWrite
 from pressloop.store.schema import runs
 
 NOW = datetime(2026, 12, 4, 12, tzinfo=UTC)
@@ -202,4 +216,128 @@ async def test_on_postgresql_the_held_runs_with_events_are_notified_once_each(
         assert payloads == [claims[0].run.id]
     finally:
         await listener.close()
+        await database.close()
+
+
+def _finish(status: RunStatus, at: datetime, transcript: list[Message], **columns: Any) -> Any:
+    values = run_finish.finish_values(
+        status=status,
+        now=at,
+        result=TurnResult(
+            status=TurnStatus.SUCCEEDED,
+            assistant_text=transcript[-1].content if transcript else "",
+        ),
+        usage=Usage(input_tokens=7, output_tokens=3),
+        **columns,
+    )
+    return FinishWrite(values=values, at=at, transcript=transcript)
+
+
+TRANSCRIPT = [
+    Message(role=Role.USER, content="publish it"),
+    Message(
+        role=Role.ASSISTANT,
+        tool_calls=[ActionCall(id="c1", name="wp_posts_list", params={"status": "draft"})],
+    ),
+    Message(
+        role=Role.TOOL, content="[] ✓", tool_call_id="c1", name="wp_posts_list", untrusted=True
+    ),
+    Message(role=Role.ASSISTANT, content="Nothing to publish."),
+]
+
+
+async def test_held_runs_finish_with_their_transcripts_and_a_lost_one_does_not(
+    database: Database,
+) -> None:
+    claims = await _claimed(database, 4)
+    await _steal(database, claims[1].run.id)
+    later = NOW + timedelta(seconds=5)
+    at = NOW + timedelta(seconds=4)
+    writes = [
+        _write(claims[0], ["done"], checkpoint=Checkpoint(round=3).model_dump(mode="json")),
+        _write(claims[1], ["lost"]),
+        _write(claims[2], ["still going"]),  # held, not finishing: renewed only
+        _write(claims[3], ["gave up"]),
+    ]
+    writes[0].finish = _finish(
+        RunStatus.SUCCEEDED, at, TRANSCRIPT, checkpoint=Checkpoint(round=4), event_seq=1
+    )
+    writes[1].finish = _finish(RunStatus.SUCCEEDED, at, TRANSCRIPT[:1], event_seq=1)
+    writes[3].finish = _finish(RunStatus.QUEUED, at, [], not_before=later, attempt=2, event_seq=1)
+    async with database.write_one_statement() as conn:
+        held = await fence_and_append(conn, writes, now=later, ttl_s=TTL_S, finish=True)
+    assert set(held) == {claims[0].run.id, claims[2].run.id, claims[3].run.id}
+    async with database.read() as conn:
+        stored = {c.run.id: await run_store.get_run(conn, c.run.id) for c in claims}
+        transcripts = {
+            c.run.id: await thread_store.list_messages(conn, c.run.thread_id) for c in claims
+        }
+        threads = {c.run.id: await thread_store.get_thread(conn, c.run.thread_id) for c in claims}
+        events = {c.run.id: await event_store.list_events(conn, c.run.id) for c in claims}
+    done, lost, going, requeued = (stored[c.run.id] for c in claims)
+    assert done is not None and lost is not None and going is not None and requeued is not None
+    assert done.status is RunStatus.SUCCEEDED and done.finished_at == at
+    assert (done.lease_owner, done.lease_expires_at) == (None, None)
+    assert done.result is not None and done.result.assistant_text == "Nothing to publish."
+    assert done.usage == Usage(input_tokens=7, output_tokens=3)
+    assert done.checkpoint == Checkpoint(round=4)  # the finish's, over the write's
+    assert [m.model_dump() for m in transcripts[claims[0].run.id]] == [
+        m.model_dump() for m in TRANSCRIPT
+    ]
+    assert threads[claims[0].run.id] is not None
+    assert threads[claims[0].run.id].updated_at == at  # type: ignore[union-attr]
+    # Lost: still running under the other token, nothing of its finish written.
+    assert lost.status is RunStatus.RUNNING and lost.finished_at is None and lost.result is None
+    assert transcripts[claims[1].run.id] == [] and events[claims[1].run.id] == []
+    assert threads[claims[1].run.id].updated_at == NOW  # type: ignore[union-attr]
+    # Not finishing: renewed, its lease kept.
+    assert going.status is RunStatus.RUNNING and going.lease_owner == "me"
+    assert going.lease_expires_at == later + timedelta(seconds=TTL_S)
+    assert transcripts[claims[2].run.id] == [] and events[claims[2].run.id] == writes[2].events
+    # Back to the queue: its retry's time and attempt, no finished_at.
+    assert requeued.status is RunStatus.QUEUED and requeued.lease_owner is None
+    assert (requeued.not_before, requeued.attempt, requeued.finished_at) == (later, 2, None)
+    assert events[claims[3].run.id] == writes[3].events
+
+
+async def test_without_finish_the_finishes_are_left_to_the_caller(database: Database) -> None:
+    claims = await _claimed(database, 2)
+    writes = [_write(claim, ["done"]) for claim in claims]
+    for write in writes:
+        write.finish = _finish(RunStatus.SUCCEEDED, NOW, TRANSCRIPT[:1], event_seq=1)
+    async with database.write(first=True) as conn:
+        held = await fence_and_append(conn, writes, now=NOW, ttl_s=TTL_S)
+        assert held == {claim.run.id: False for claim in claims}
+    async with database.read() as conn:
+        for claim in claims:
+            run = await run_store.get_run(conn, claim.run.id)
+            messages = await thread_store.list_messages(conn, claim.run.thread_id)
+            assert run is not None and run.status is RunStatus.RUNNING and messages == []
+            assert await event_store.list_events(conn, claim.run.id) != []
+
+
+async def test_on_postgresql_a_finish_the_statement_does_not_know_is_written_after_it(
+    postgres_database: str,
+) -> None:
+    database = Database.open(postgres_database)
+    try:
+        claims = await _claimed(database, 2)
+        writes = [_write(claims[0], ["a"]), _write(claims[1], ["b"])]
+        for write in writes:
+            write.finish = _finish(RunStatus.SUCCEEDED, NOW, TRANSCRIPT[:2], event_seq=1)
+        writes[1].finish.values["input"] = "rewritten"  # type: ignore[union-attr]
+        async with database.write(first=True) as conn:
+            held = await fence_and_append(conn, writes, now=NOW, ttl_s=TTL_S, finish=True)
+        assert set(held) == {claims[0].run.id, claims[1].run.id}
+        async with database.read() as conn:
+            for claim in claims:
+                run = await run_store.get_run(conn, claim.run.id)
+                assert run is not None and run.status is RunStatus.SUCCEEDED
+                messages = await thread_store.list_messages(conn, claim.run.thread_id)
+                assert [m.model_dump() for m in messages] == [
+                    m.model_dump() for m in TRANSCRIPT[:2]
+                ]
+            second = await run_store.get_run(conn, claims[1].run.id)
+        assert second is not None and second.input == "rewritten"
+    finally:
         await database.close()
