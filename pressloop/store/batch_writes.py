@@ -1,26 +1,30 @@
 """A group commit's common part: fence the batch's runs, append the events of those still held,
-tell the other processes which runs have new events.
+tell the other processes which runs have new events; with `finish`, also move the runs that
+finish out of `running`, with their transcripts and their threads' time.
 
-On SQLite these are the three steps they say (`run_writes.fence_many`, `events.append_events`;
-SQLite has no notifications). On PostgreSQL they are one statement: the batch's values go as
-one array parameter per column, `UPDATE ... FROM unnest(...) RETURNING` fences the runs, the
-events' `INSERT ... SELECT` keeps the rows of the runs that update matched, and `pg_notify` names
-those runs (delivered at the commit, never for a rolled-back one). Separately they were five
-round trips in a transaction of seven (BEGIN, the update, the SELECT saying which runs matched,
-the insert, the notification, COMMIT), each a reply the event loop must read while the first
-tokens of hundreds of streams wait behind it (docs/benchmarks.md, section 3k). A batch with
-nothing else to write (no run finishing, no operation) sends this one statement in autocommit:
-one statement is one transaction, all or nothing, without BEGIN and COMMIT.
+On SQLite these are the steps they say (`run_writes.fence_many`, `events.append_events`,
+`run_writes.finish_many`; SQLite has no notifications). On PostgreSQL they are one statement:
+the batch's values go as one array parameter per column, `UPDATE ... FROM unnest(...)
+RETURNING` fences the runs (and finishes those that finish: a row is updated once a
+statement), the events' `INSERT ... SELECT` keeps the rows of the runs that update matched,
+and `pg_notify` names those runs (delivered at the commit, never for a rolled-back one).
+Separately they were five round trips in a transaction of seven (BEGIN, the update, the SELECT
+saying which runs matched, the insert, the notification, COMMIT), and a finish three more (the
+runs' UPDATE, the messages' INSERT, the threads' UPDATE), each a reply the event loop must read
+while the first tokens of hundreds of streams wait behind it (docs/benchmarks.md, sections 3k
+and 3l). A batch with nothing else to write (no operation) sends this one statement in
+autocommit: one statement is one transaction, all or nothing, without BEGIN and COMMIT.
 
-The text is the same whatever the batch's size, so each connection prepares it once. The
-statement locks its tables before any row: one stuck behind a lock on `run_events` holds no run's
-row meanwhile, so a lease it would renew can run out and the run go to its next attempt; when the
-statement runs at last, its fence matches nothing of that run.
+Each of the two texts (with and without finishes) is the same whatever the batch's size, so each
+connection prepares it once. The statement locks its tables before any row: one stuck behind a
+lock on `run_events` holds no run's row meanwhile, so a lease it would renew can run out and the
+run go to its next attempt; when the statement runs at last, its fence matches nothing of it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -43,11 +47,25 @@ _BOOLEANS = postgresql.ARRAY(sa.Boolean)
 _TIMES = postgresql.ARRAY(UTCDateTime)
 
 # JSON goes as text (serialised here, as SQLAlchemy's JSON type would) and is cast in the
-# statement: a NULL element is "not written" (COALESCE keeps the stored value). A run that
-# finishes (`w.finishing`) also leaves `running` in the same UPDATE (a row is updated once a
-# statement), gives its lease up, and gets its transcript and its thread's time.
-_FENCE_APPEND_NOTIFY = sa.text(
-    """
+# statement: a NULL element is "not written" (COALESCE keeps the stored value).
+_FENCE = """
+    WITH fenced AS (
+        UPDATE runs
+        SET lease_expires_at = :expires,
+            updated_at = :now,
+            event_seq = w.seq,
+            checkpoint = COALESCE(CAST(w.checkpoint AS JSONB), runs.checkpoint),
+            trace_context = COALESCE(CAST(w.trace_context AS JSONB), runs.trace_context)
+        FROM unnest(:run_ids, :tokens, :seqs, :checkpoints, :trace_contexts)
+            AS w(id, token, seq, checkpoint, trace_context)
+        WHERE runs.id = w.id AND runs.lease_token = w.token AND runs.status = :running
+        RETURNING runs.id, runs.cancel_requested
+    ),
+"""
+# A batch with runs that finish: those (`w.finishing`) leave `running` in the same UPDATE (a row
+# is updated once a statement), give their lease up, and get their transcripts and their
+# threads' time. Only such batches pay for the longer text (one in a turn's few).
+_FENCE_AND_FINISH = """
     WITH w AS (
         SELECT * FROM unnest(
             :run_ids, :tokens, :seqs, :checkpoints, :trace_contexts, :finishing, :f_status,
@@ -81,15 +99,6 @@ _FENCE_APPEND_NOTIFY = sa.text(
         WHERE runs.id = w.id AND runs.lease_token = w.token AND runs.status = :running
         RETURNING runs.id, runs.cancel_requested, w.finishing
     ),
-    appended AS (
-        INSERT INTO run_events (run_id, thread_id, seq, type, ts, data)
-        SELECT e.run_id, e.thread_id, e.seq, e.type, e.ts, CAST(e.data AS JSONB)
-        FROM unnest(:e_run_ids, :e_thread_ids, :e_seqs, :e_types, :e_times, :e_data)
-            WITH ORDINALITY AS e(run_id, thread_id, seq, type, ts, data, n)
-        WHERE e.run_id IN (SELECT id FROM fenced)
-        ORDER BY e.n
-        RETURNING run_id
-    ),
     transcripts AS (
         INSERT INTO messages (
             thread_id, run_id, role, content, tool_calls, tool_call_id, name, untrusted,
@@ -112,6 +121,18 @@ _FENCE_APPEND_NOTIFY = sa.text(
         FROM unnest(:t_ids, :t_times, :t_run_ids) AS t(id, at, run_id)
         WHERE threads.id = t.id AND t.run_id IN (SELECT id FROM fenced WHERE finishing)
     ),
+"""
+# Both: the events of the runs fenced, and a notification for each run with new events.
+_APPEND_NOTIFY = """
+    appended AS (
+        INSERT INTO run_events (run_id, thread_id, seq, type, ts, data)
+        SELECT e.run_id, e.thread_id, e.seq, e.type, e.ts, CAST(e.data AS JSONB)
+        FROM unnest(:e_run_ids, :e_thread_ids, :e_seqs, :e_types, :e_times, :e_data)
+            WITH ORDINALITY AS e(run_id, thread_id, seq, type, ts, data, n)
+        WHERE e.run_id IN (SELECT id FROM fenced)
+        ORDER BY e.n
+        RETURNING run_id
+    ),
     notified AS (
         SELECT pg_notify(:channel, run_id) FROM (SELECT DISTINCT run_id FROM appended) AS r
     )
@@ -119,47 +140,56 @@ _FENCE_APPEND_NOTIFY = sa.text(
     UNION ALL
     -- Read, so that the notifications are sent; the row itself is dropped.
     SELECT NULL, count(*) > 0 FROM notified
-    """
-).bindparams(
-    sa.bindparam("expires", type_=UTCDateTime),
-    sa.bindparam("now", type_=UTCDateTime),
-    sa.bindparam("run_ids", type_=_IDS),
-    sa.bindparam("tokens", type_=_INTEGERS),
-    sa.bindparam("seqs", type_=_INTEGERS),
-    sa.bindparam("checkpoints", type_=_TEXTS),
-    sa.bindparam("trace_contexts", type_=_TEXTS),
-    sa.bindparam("finishing", type_=_BOOLEANS),
-    sa.bindparam("f_status", type_=_TEXTS),
-    sa.bindparam("f_updated_at", type_=_TIMES),
-    sa.bindparam("f_cancel_requested", type_=_BOOLEANS),
-    sa.bindparam("f_result", type_=_TEXTS),
-    sa.bindparam("f_error", type_=_TEXTS),
-    sa.bindparam("f_usage", type_=_TEXTS),
-    sa.bindparam("f_checkpoint", type_=_TEXTS),
-    sa.bindparam("f_not_before", type_=_TIMES),
-    sa.bindparam("f_attempt", type_=_INTEGERS),
-    sa.bindparam("f_finished_at", type_=_TIMES),
-    sa.bindparam("running", type_=sa.String),
-    sa.bindparam("e_run_ids", type_=_IDS),
-    sa.bindparam("e_thread_ids", type_=_IDS),
-    sa.bindparam("e_seqs", type_=_INTEGERS),
-    sa.bindparam("e_types", type_=_TEXTS),
-    sa.bindparam("e_times", type_=_TIMES),
-    sa.bindparam("e_data", type_=_TEXTS),
-    sa.bindparam("m_thread_ids", type_=_IDS),
-    sa.bindparam("m_run_ids", type_=_IDS),
-    sa.bindparam("m_roles", type_=_TEXTS),
-    sa.bindparam("m_contents", type_=_TEXTS),
-    sa.bindparam("m_tool_calls", type_=_TEXTS),
-    sa.bindparam("m_tool_call_ids", type_=_TEXTS),
-    sa.bindparam("m_names", type_=_TEXTS),
-    sa.bindparam("m_untrusted", type_=_BOOLEANS),
-    sa.bindparam("m_times", type_=_TIMES),
-    sa.bindparam("t_ids", type_=_IDS),
-    sa.bindparam("t_times", type_=_TIMES),
-    sa.bindparam("t_run_ids", type_=_IDS),
-    sa.bindparam("channel", type_=sa.String),
-)
+"""
+_TYPES: dict[str, sa.types.TypeEngine[Any]] = {
+    "expires": UTCDateTime(),
+    "now": UTCDateTime(),
+    "running": sa.String(),
+    "run_ids": _IDS,
+    "tokens": _INTEGERS,
+    "seqs": _INTEGERS,
+    "checkpoints": _TEXTS,
+    "trace_contexts": _TEXTS,
+    "finishing": _BOOLEANS,
+    "f_status": _TEXTS,
+    "f_updated_at": _TIMES,
+    "f_cancel_requested": _BOOLEANS,
+    "f_result": _TEXTS,
+    "f_error": _TEXTS,
+    "f_usage": _TEXTS,
+    "f_checkpoint": _TEXTS,
+    "f_not_before": _TIMES,
+    "f_attempt": _INTEGERS,
+    "f_finished_at": _TIMES,
+    "e_run_ids": _IDS,
+    "e_thread_ids": _IDS,
+    "e_seqs": _INTEGERS,
+    "e_types": _TEXTS,
+    "e_times": _TIMES,
+    "e_data": _TEXTS,
+    "m_thread_ids": _IDS,
+    "m_run_ids": _IDS,
+    "m_roles": _TEXTS,
+    "m_contents": _TEXTS,
+    "m_tool_calls": _TEXTS,
+    "m_tool_call_ids": _TEXTS,
+    "m_names": _TEXTS,
+    "m_untrusted": _BOOLEANS,
+    "m_times": _TIMES,
+    "t_ids": _IDS,
+    "t_times": _TIMES,
+    "t_run_ids": _IDS,
+    "channel": sa.String(),
+}
+
+
+def _statement(text: str) -> sa.TextClause:
+    names = [name for name in _TYPES if re.search(rf":{name}\b", text)]
+    return sa.text(text).bindparams(*(sa.bindparam(name, type_=_TYPES[name]) for name in names))
+
+
+_FENCE_APPEND_NOTIFY = _statement(_FENCE + _APPEND_NOTIFY)
+_FENCE_FINISH_APPEND_NOTIFY = _statement(_FENCE_AND_FINISH + _APPEND_NOTIFY)
 
 # The columns a finish sets (`run_finish.finish_values`) that the statement knows; a finish with
 # another column is written by `run_writes.finish_many` after the statement instead.
@@ -207,61 +237,69 @@ async def fence_and_append(
             await run_writes.finish_many(conn, [w for w in writes if w.run_id in held])
         return held
     folded = finish and all(_foldable(w.finish) for w in writes)
-    finishes = [w.finish if folded else None for w in writes]
     events = [e for w in writes for e in w.events]
-    transcripts = [(w, m) for w, f in zip(writes, finishes, strict=True) if f for m in f.transcript]
-    rows = await conn.execute(
-        _FENCE_APPEND_NOTIFY,
-        {
-            "expires": now + timedelta(seconds=ttl_s),
-            "now": now,
-            "running": RunStatus.RUNNING.value,
-            "run_ids": [w.run_id for w in writes],
-            "tokens": [w.token for w in writes],
-            "seqs": [w.event_seq for w in writes],
-            "checkpoints": [_json_or_none(w.checkpoint) for w in writes],
-            "trace_contexts": [_json_or_none(w.trace_context) for w in writes],
-            "finishing": [f is not None for f in finishes],
-            "f_status": _column(finishes, "status"),
-            "f_updated_at": _column(finishes, "updated_at"),
-            "f_cancel_requested": _column(finishes, "cancel_requested"),
-            "f_result": _json_column(finishes, "result"),
-            "f_error": _json_column(finishes, "error"),
-            "f_usage": _json_column(finishes, "usage"),
-            "f_checkpoint": _json_column(finishes, "checkpoint"),
-            "f_not_before": _column(finishes, "not_before"),
-            "f_attempt": _column(finishes, "attempt"),
-            "f_finished_at": _column(finishes, "finished_at"),
-            "e_run_ids": [e.run_id for e in events],
-            "e_thread_ids": [e.thread_id for e in events],
-            "e_seqs": [e.seq for e in events],
-            "e_types": [e.type.value for e in events],
-            "e_times": [e.ts for e in events],
-            "e_data": [json.dumps(e.data) for e in events],
-            "m_thread_ids": [w.thread_id for w, _m in transcripts],
-            "m_run_ids": [w.run_id for w, _m in transcripts],
-            "m_roles": [m.role.value for _w, m in transcripts],
-            "m_contents": [m.content for _w, m in transcripts],
-            "m_tool_calls": [
-                json.dumps([c.model_dump() for c in m.tool_calls]) if m.tool_calls else None
-                for _w, m in transcripts
-            ],
-            "m_tool_call_ids": [m.tool_call_id for _w, m in transcripts],
-            "m_names": [m.name for _w, m in transcripts],
-            "m_untrusted": [m.untrusted for _w, m in transcripts],
-            "m_times": [
-                f.at for w, f in zip(writes, finishes, strict=True) if f for _m in f.transcript
-            ],
-            "t_ids": [w.thread_id for w, f in zip(writes, finishes, strict=True) if f],
-            "t_times": [f.at for f in finishes if f],
-            "t_run_ids": [w.run_id for w, f in zip(writes, finishes, strict=True) if f],
-            "channel": CHANNEL,
-        },
-    )
+    params: dict[str, Any] = {
+        "expires": now + timedelta(seconds=ttl_s),
+        "now": now,
+        "running": RunStatus.RUNNING.value,
+        "run_ids": [w.run_id for w in writes],
+        "tokens": [w.token for w in writes],
+        "seqs": [w.event_seq for w in writes],
+        "checkpoints": [_json_or_none(w.checkpoint) for w in writes],
+        "trace_contexts": [_json_or_none(w.trace_context) for w in writes],
+        "e_run_ids": [e.run_id for e in events],
+        "e_thread_ids": [e.thread_id for e in events],
+        "e_seqs": [e.seq for e in events],
+        "e_types": [e.type.value for e in events],
+        "e_times": [e.ts for e in events],
+        "e_data": [json.dumps(e.data) for e in events],
+        "channel": CHANNEL,
+    }
+    statement = _FENCE_APPEND_NOTIFY
+    if folded and any(w.finish is not None for w in writes):
+        statement = _FENCE_FINISH_APPEND_NOTIFY
+        params.update(_finish_params(writes))
+    rows = await conn.execute(statement, params)
     held = {row.id: bool(row.cancel_requested) for row in rows if row.id is not None}
     if finish and not folded:
         await run_writes.finish_many(conn, [w for w in writes if w.run_id in held])
     return held
+
+
+def _finish_params(writes: Sequence[RunWrite]) -> dict[str, Any]:
+    """The finishing statement's own parameters: each run's finish columns (NULL: not
+    finishing, or the column kept), the transcripts and the threads to touch."""
+    finishes = [w.finish for w in writes]
+    ended = [(w, w.finish) for w in writes if w.finish is not None]
+    transcripts = [(w, f, m) for w, f in ended for m in f.transcript]
+    return {
+        "finishing": [f is not None for f in finishes],
+        "f_status": _column(finishes, "status"),
+        "f_updated_at": _column(finishes, "updated_at"),
+        "f_cancel_requested": _column(finishes, "cancel_requested"),
+        "f_result": _json_column(finishes, "result"),
+        "f_error": _json_column(finishes, "error"),
+        "f_usage": _json_column(finishes, "usage"),
+        "f_checkpoint": _json_column(finishes, "checkpoint"),
+        "f_not_before": _column(finishes, "not_before"),
+        "f_attempt": _column(finishes, "attempt"),
+        "f_finished_at": _column(finishes, "finished_at"),
+        "m_thread_ids": [w.thread_id for w, _f, _m in transcripts],
+        "m_run_ids": [w.run_id for w, _f, _m in transcripts],
+        "m_roles": [m.role.value for _w, _f, m in transcripts],
+        "m_contents": [m.content for _w, _f, m in transcripts],
+        "m_tool_calls": [
+            json.dumps([c.model_dump() for c in m.tool_calls]) if m.tool_calls else None
+            for _w, _f, m in transcripts
+        ],
+        "m_tool_call_ids": [m.tool_call_id for _w, _f, m in transcripts],
+        "m_names": [m.name for _w, _f, m in transcripts],
+        "m_untrusted": [m.untrusted for _w, _f, m in transcripts],
+        "m_times": [f.at for _w, f, _m in transcripts],
+        "t_ids": [w.thread_id for w, _f in ended],
+        "t_times": [f.at for _w, f in ended],
+        "t_run_ids": [w.run_id for w, _f in ended],
+    }
 
 
 def _foldable(finish: FinishWrite | None) -> bool:
