@@ -205,7 +205,9 @@ class Committer:
         touches nothing but its connection and the batch (the write operations included)."""
         results: dict[int, Any] = {}  # id(future) -> the operation's value
         writes = [p.write for p in batch]
-        if not any(p.operations or p.after_finish for p in batch):
+        if batch_writes.one_statement(writes) and not any(
+            p.operations or p.after_finish for p in batch
+        ):
             # The fence, the events and the finishes only: one statement on PostgreSQL, no
             # transaction around it (`store/batch_writes.py`).
             async with database.write_one_statement() as conn:

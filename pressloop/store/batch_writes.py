@@ -36,6 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pressloop.contracts import RunStatus
 from pressloop.store import events as event_store
 from pressloop.store import run_writes
+from pressloop.store import threads as thread_store
 from pressloop.store.notify import CHANNEL
 from pressloop.store.run_writes import FinishWrite, RunWrite
 from pressloop.store.schema import ID, UTCDateTime
@@ -223,8 +224,10 @@ async def fence_and_append(
 ) -> dict[str, bool]:
     """Fence `writes`' runs and append the events of those still held; on PostgreSQL, notify
     the other processes of the runs with new events (at the commit). With `finish`, the held
-    runs that finish also leave `running` and get their transcripts (`run_writes.finish_many`;
-    without it, the caller writes the finishes, after what else it has to write).
+    runs that finish also leave `running` and get their transcripts: in the same statement on
+    PostgreSQL when `one_statement(writes)`, else by `run_writes.finish_many` after it, in the
+    caller's transaction. Without it, the caller writes the finishes, after what else it has
+    to write.
 
     Returns run id -> whether a person asked to cancel the run, for the runs held, as
     `run_writes.fence_many` does.
@@ -236,7 +239,7 @@ async def fence_and_append(
         if finish:
             await run_writes.finish_many(conn, [w for w in writes if w.run_id in held])
         return held
-    folded = finish and all(_foldable(w.finish) for w in writes)
+    folded = finish and one_statement(writes)
     events = [e for w in writes for e in w.events]
     params: dict[str, Any] = {
         "expires": now + timedelta(seconds=ttl_s),
@@ -271,7 +274,11 @@ def _finish_params(writes: Sequence[RunWrite]) -> dict[str, Any]:
     finishing, or the column kept), the transcripts and the threads to touch."""
     finishes = [w.finish for w in writes]
     ended = [(w, w.finish) for w in writes if w.finish is not None]
-    transcripts = [(w, f, m) for w, f in ended for m in f.transcript]
+    rows = [
+        row
+        for w, f in ended
+        for row in thread_store.message_rows(w.thread_id, f.transcript, now=f.at, run_id=w.run_id)
+    ]
     return {
         "finishing": [f is not None for f in finishes],
         "f_status": _column(finishes, "status"),
@@ -284,22 +291,31 @@ def _finish_params(writes: Sequence[RunWrite]) -> dict[str, Any]:
         "f_not_before": _column(finishes, "not_before"),
         "f_attempt": _column(finishes, "attempt"),
         "f_finished_at": _column(finishes, "finished_at"),
-        "m_thread_ids": [w.thread_id for w, _f, _m in transcripts],
-        "m_run_ids": [w.run_id for w, _f, _m in transcripts],
-        "m_roles": [m.role.value for _w, _f, m in transcripts],
-        "m_contents": [m.content for _w, _f, m in transcripts],
-        "m_tool_calls": [
-            json.dumps([c.model_dump() for c in m.tool_calls]) if m.tool_calls else None
-            for _w, _f, m in transcripts
-        ],
-        "m_tool_call_ids": [m.tool_call_id for _w, _f, m in transcripts],
-        "m_names": [m.name for _w, _f, m in transcripts],
-        "m_untrusted": [m.untrusted for _w, _f, m in transcripts],
-        "m_times": [f.at for _w, f, _m in transcripts],
+        **{f"m_{column}": [row[key] for row in rows] for key, column in _MESSAGE_COLUMNS.items()},
+        "m_tool_calls": [_json_or_none(row["tool_calls"]) for row in rows],
         "t_ids": [w.thread_id for w, _f in ended],
         "t_times": [f.at for _w, f in ended],
         "t_run_ids": [w.run_id for w, _f in ended],
     }
+
+
+# `threads.message_rows`' keys -> the statement's message parameters (`m_<name>`), as they are.
+_MESSAGE_COLUMNS = {
+    "thread_id": "thread_ids",
+    "run_id": "run_ids",
+    "role": "roles",
+    "content": "contents",
+    "tool_call_id": "tool_call_ids",
+    "name": "names",
+    "untrusted": "untrusted",
+    "created_at": "times",
+}
+
+
+def one_statement(writes: Sequence[RunWrite]) -> bool:
+    """Whether `fence_and_append(..., finish=True)` writes these in one statement on PostgreSQL
+    (else a finish is written after it: the caller needs a transaction around both)."""
+    return all(_foldable(w.finish) for w in writes)
 
 
 def _foldable(finish: FinishWrite | None) -> bool:

@@ -32,7 +32,7 @@ from pressloop.store import events as event_store
 from pressloop.store import run_finish
 from pressloop.store import runs as run_store
 from pressloop.store import threads as thread_store
-from pressloop.store.batch_writes import fence_and_append
+from pressloop.store.batch_writes import fence_and_append, one_statement
 from pressloop.store.db import Database
 from pressloop.store.notify import CHANNEL, listen_url
 from pressloop.store.records import Claim
@@ -326,6 +326,8 @@ async def test_on_postgresql_a_finish_the_statement_does_not_know_is_written_aft
         for write in writes:
             write.finish = _finish(RunStatus.SUCCEEDED, NOW, TRANSCRIPT[:2], event_seq=1)
         writes[1].finish.values["input"] = "rewritten"  # type: ignore[union-attr]
+        # The committer then writes this batch in a transaction, not as one statement.
+        assert one_statement(writes[:1]) and not one_statement(writes)
         async with database.write(first=True) as conn:
             held = await fence_and_append(conn, writes, now=NOW, ttl_s=TTL_S, finish=True)
         assert set(held) == {claims[0].run.id, claims[1].run.id}
