@@ -32,6 +32,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 
 from pressloop.api.bounds import EVENT_ID_PATTERN
+from pressloop.api.sse_now import FrameWriter, WritingEventSourceResponse
 from pressloop.contracts import Event, EventType, RunStatus
 from pressloop.runtime.bus import DELTA_TYPES, Subscription
 from pressloop.runtime.service import Service
@@ -138,29 +139,42 @@ def frame_id(event: Event) -> str:
 PARKED_RETRY_MS = 15_000
 
 
+def _frame(event: Event) -> ServerSentEvent:
+    parked = (
+        event.type is EventType.RUN_FINISHED
+        and event.data.get("status") == RunStatus.WAITING_APPROVAL.value
+    )
+    return ServerSentEvent(
+        data=event.model_dump_json(),
+        event=event.type.value,
+        id=frame_id(event),
+        retry=PARKED_RETRY_MS if parked else None,
+    )
+
+
 async def _frames(
     service: Service,
     run_id: str,
     start: ResumePoint,
     tracker: StreamTracker,
     subscription: Subscription | None,
+    writer: FrameWriter,
 ) -> AsyncIterator[ServerSentEvent]:
     tracker.opened()
     try:
         events = service.follow(
-            run_id, after=start.seq, parts=start.parts, subscription=subscription
+            run_id,
+            after=start.seq,
+            parts=start.parts,
+            subscription=subscription,
+            # A text delta of a turn running here goes out from the turn's task (`sse_now.py`).
+            send_now=lambda event: writer.send_now(_frame(event)),
         )
         async for event in events:
-            parked = (
-                event.type is EventType.RUN_FINISHED
-                and event.data.get("status") == RunStatus.WAITING_APPROVAL.value
-            )
-            yield ServerSentEvent(
-                data=event.model_dump_json(),
-                event=event.type.value,
-                id=frame_id(event),
-                retry=PARKED_RETRY_MS if parked else None,
-            )
+            frame = _frame(event)
+            await writer.settled()  # a frame sent from another task is on the wire first
+            yield frame
+        await writer.settled()
     finally:
         tracker.closed()
 
@@ -177,8 +191,9 @@ def event_stream(
     `subscription`: made when the run was submitted, before its first event
     (`Service.submit(follow=True)`): the stream begins without a database read."""
     state = request.app.state
-    frames = _frames(state.service, run_id, start, state.streams, subscription)
+    writer = FrameWriter()
+    frames = _frames(state.service, run_id, start, state.streams, subscription, writer)
     if subscription is not None:
         # A response dropped before its body starts never runs the generator's cleanup.
         weakref.finalize(frames, state.service.bus.unsubscribe, run_id, subscription)
-    return EventSourceResponse(frames, ping=state.sse_ping_s)
+    return WritingEventSourceResponse(frames, writer=writer, ping=state.sse_ping_s)

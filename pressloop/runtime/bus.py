@@ -18,13 +18,15 @@ the model went on). A reader resuming at `N.k`, in any process, skips those k pa
 committed (the worker died) and the retry's events follow whole. A reader sends a part only
 after every event before it (so a part never overtakes an event queued earlier, and N is always
 committed), and only when it knows which event each part it sent belongs to (no part lost).
+A reader that waits with nothing held may send a part from the publisher's task itself
+(`Subscription.direct`, `runtime/stream_position.py`): the same rule, one task switch less.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -99,6 +101,9 @@ class Subscription:
         # reader last took them: it cannot tell which event later parts continue.
         self._parts_lost = False
         self._ready = asyncio.Event()
+        # The reader's way to send a part at once, from the publisher's task, when it waits
+        # with nothing held (`ServiceReads.follow`'s `send_now`): True when the part went out.
+        self.direct: Callable[[Part], bool] | None = None
 
     def deliver(self, events: Sequence[Event]) -> None:
         if len(self._events) + len(events) > MAX_HELD_EVENTS:
@@ -108,6 +113,11 @@ class Subscription:
         self._ready.set()
 
     def deliver_part(self, part: Part) -> None:
+        # The position's rule alone refuses a part that does not continue what the reader sent;
+        # news it has not taken yet sends it to the reader all the same: the reader goes first.
+        nothing_held = not (self._events or self._parts or self._parts_lost)
+        if self.direct is not None and nothing_held and self.direct(part):
+            return  # sent: the reader sleeps on
         if len(self._parts) >= MAX_HELD_EVENTS:
             self.drop_parts()  # the committed events bring their text
         self._parts.append(part)

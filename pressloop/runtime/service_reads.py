@@ -8,7 +8,7 @@ attributes they use.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -16,9 +16,10 @@ from pressloop.clock import Now
 from pressloop.config import Settings
 from pressloop.contracts import FINAL_RUN_STATUSES, Event, EventType, RunStatus, Trigger
 from pressloop.errors import NotFound
-from pressloop.runtime.bus import MAX_HELD_EVENTS, EventBus, Part, Subscription, rest_after_parts
+from pressloop.runtime.bus import EventBus, Part, Subscription
 from pressloop.runtime.runner import Runner
 from pressloop.runtime.site_policies import caller_request
+from pressloop.runtime.stream_position import StreamPosition
 from pressloop.store import events as event_store
 from pressloop.store import ledger as ledger_store
 from pressloop.store import runs as run_store
@@ -123,6 +124,7 @@ class ServiceReads:
         after: int = 0,
         parts: int = 0,
         subscription: Subscription | None = None,
+        send_now: Callable[[Event], bool] | None = None,
     ) -> AsyncIterator[Event]:
         """Every event after `after` (and after `parts` text delta parts beyond it: a stream
         position `after.parts`), live, until the run rests; each exactly once, in order.
@@ -138,70 +140,52 @@ class ServiceReads:
         `subscription`: one made before the run's first event (`submit(follow=True)`): nothing
         is stored that it will not bring, so the stream starts without reading the database
         (it reads on a gap or a bare wake-up, as always). The stream owns it from here.
+
+        `send_now`: sends a part at once, from the task that publishes it (the turn's), when this
+        reader waits with nothing held; True when it went out, False to leave it to the reader
+        (`runtime/stream_position.py`). What it sends is not yielded.
         """
         if subscription is not None and (after or parts):
             raise ValueError("a subscription from the run's start streams it from its start")
-        seen, sent = after, parts  # sent: the parts sent beyond event `seen`
-        # Where the next part may go: part `chain_k + 1` of event `chain_seq`, or part 1 of the
-        # event after it once `chain_k` > 0 (a new event starts only after the last part of the
-        # one before). Unknown (broken) while parts were lost or sent by another process.
-        chain_seq, chain_k, broken = seen + 1, 0, sent > 0
+        position = StreamPosition.start(after, parts)
         read_database = subscription is None
         if subscription is None:
             subscription = self.bus.subscribe(run_id, parts=True)
-        ahead: list[Part] = []  # parts of an event whose predecessor is not sent yet
+        if send_now is not None:
+            subscription.direct = _direct_sender(position, send_now)
         try:
             while True:
-                held = [e for e in subscription.take() if e.seq > seen]
+                held = [e for e in subscription.take() if e.seq > position.seen]
                 new_parts, lost = subscription.take_parts()
-                if lost:  # which event a later part continues is unknown until the commits
-                    ahead.clear()
-                    broken = broken or sent > 0
-                ahead += new_parts
-                if read_database or (held and held[0].seq != seen + 1):
-                    batch = await self._stored_events(run_id, after=seen)
+                if lost:
+                    position.parts_lost()
+                if read_database or (held and held[0].seq != position.seen + 1):
+                    batch = await self._stored_events(run_id, after=position.seen)
                 else:
                     batch = held
                 for event in batch:
-                    rest, beyond = rest_after_parts(event, sent)
-                    if sent and not beyond and rest is event:
-                        ahead.clear()  # parts sent were never committed: any held are as dead
-                    seen, sent = event.seq, beyond
-                    if not sent:
-                        chain_seq, chain_k, broken = seen + 1, 0, False
+                    rest = position.past(event)
                     if rest is not None:
                         yield rest
                 if batch and batch[-1].type is EventType.RUN_FINISHED:
                     return
-                if ahead and not broken:
-                    later: list[Part] = []
-                    for part in ahead:
-                        if broken:
-                            later = []  # sent only after the commits: which parts come then
-                            break
-                        if part.seq == chain_seq and part.index == chain_k + 1:
-                            chain_k += 1
-                        elif part.seq == chain_seq + 1 and part.index == 1 and chain_k:
-                            chain_seq, chain_k = part.seq, 1
-                        elif part.seq > chain_seq:
-                            later.append(part)  # after an event not sent yet
-                            continue
-                        else:
-                            # Sent already, or after a part this reader never got (it subscribed
-                            # later, or it was dropped): wait for the commit, which brings it.
-                            broken = broken or (part.seq == chain_seq and part.index > chain_k)
-                            continue
-                        sent += 1
-                        yield _sent_part(part, seen, sent)
-                    ahead = later if len(later) <= MAX_HELD_EVENTS else []
+                for part in position.sendable(new_parts):
+                    yield part
                 if read_database and len(batch) >= EVENT_PAGE:
                     continue  # more is stored than one page: read on before waiting
                 if read_database and not batch:
                     run = await self.get_run(run_id)
-                    if run.status in RESTING and not await self._stored_events(run_id, after=seen):
+                    if run.status in RESTING and not await self._stored_events(
+                        run_id, after=position.seen
+                    ):
                         return
-                read_database = not await subscription.wait(self._poll_s(run_id))
+                position.waiting = True
+                try:
+                    read_database = not await subscription.wait(self._poll_s(run_id))
+                finally:
+                    position.waiting = False
         finally:
+            subscription.direct = None
             self.bus.unsubscribe(run_id, subscription)
 
     def _poll_s(self, run_id: str) -> float:
@@ -242,13 +226,15 @@ class ServiceReads:
             await ping(conn)
 
 
-def _sent_part(part: Part, after: int, k: int) -> Event:
-    """A part as a stream sends it: at position `after.k`, in the delta event it joins."""
-    return Event.model_construct(
-        run_id=part.run_id,
-        thread_id=part.thread_id,
-        seq=part.seq,
-        type=part.type,
-        ts=part.ts,
-        data={"delta": part.text, "after": after, "part": k},
-    )
+def _direct_sender(
+    position: StreamPosition, send_now: Callable[[Event], bool]
+) -> Callable[[Part], bool]:
+    """The subscription's `direct`: a part the reader may not need to wake for."""
+
+    def send(part: Part) -> bool:
+        if not position.may_send_now(part) or not send_now(position.as_sent(part)):
+            return False
+        position.mark_sent(part)
+        return True
+
+    return send

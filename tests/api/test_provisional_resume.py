@@ -22,7 +22,9 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
+from sse_starlette import ServerSentEvent
 
+from pressloop.api.sse_now import FrameWriter
 from pressloop.store.schema import metadata
 from tests.api.conftest import Api, ApiFactory, Frame, events_only, folded, read_frames
 from tests.support.locks import sqlite_write_lock
@@ -137,6 +139,18 @@ async def test_a_reconnect_at_a_delta_to_another_process_resumes_exactly(
     ).json()["run"]
     viewer = api.tokens["viewer"]
     base = str(api.client.base_url)
+    # Which frames the turn's task wrote itself (`sse_now.py`), the server's path for a delta
+    # when the stream waits: observed, not changed.
+    written_by_the_turn: list[str] = []
+    send_now = FrameWriter.send_now
+
+    def observed(writer: FrameWriter, frame: ServerSentEvent) -> bool:
+        sent = send_now(writer, frame)
+        if sent:
+            written_by_the_turn.append(str(frame.id))
+        return sent
+
+    monkeypatch.setattr(FrameWriter, "send_now", observed)
 
     held = HeldCommits(api, monkeypatch, hold=False)
     try:
@@ -157,6 +171,7 @@ async def test_a_reconnect_at_a_delta_to_another_process_resumes_exactly(
             first += events_only(await read_frames(lines, until=lambda f: f.id == "1.2"))
         # The client saw two deltas that are in no database yet, then dropped the connection.
         assert [f.id for f in first] == [1, "1.1", "1.2"]
+        assert written_by_the_turn[:2] == ["1.1", "1.2"]
         listed = await api.client.get(f"/v1/runs/{run['id']}/events", headers=api.auth())
         assert [e["seq"] for e in listed.json()] == [1]
     finally:

@@ -7,6 +7,7 @@ and parts never committed (the lease lost) leave the retry's events to follow wh
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
@@ -72,12 +73,31 @@ def hold_release(service: Service) -> None:
 
 
 class Reader:
-    """`service.follow(...)` in a task, collecting what it yields."""
+    """`service.follow(...)` in a task, collecting what it yields. With `send_now`, what the
+    publisher's task sends through it is collected too (`direct`: those events' positions)."""
 
-    def __init__(self, service: Service, run_id: str, **start: int) -> None:
+    def __init__(
+        self,
+        service: Service,
+        run_id: str,
+        send_now: Callable[[Event], bool] | None = None,
+        **start: int,
+    ) -> None:
         self.events: list[Event] = []
+        self.direct: list[int] = []  # indexes in `events` of what the publisher sent
         self._new = asyncio.Event()
-        self.task = asyncio.create_task(self._read(service.follow(run_id, **start)))
+        self._send_now = send_now
+        follow = service.follow(run_id, send_now=self._sent_now if send_now else None, **start)
+        self.task = asyncio.create_task(self._read(follow))
+
+    def _sent_now(self, event: Event) -> bool:
+        assert self._send_now is not None
+        if not self._send_now(event):
+            return False
+        self.direct.append(len(self.events))
+        self.events.append(event)
+        self._new.set()
+        return True
 
     async def _read(self, events: AsyncIterator[Event]) -> None:
         async for event in events:
@@ -304,3 +324,140 @@ async def test_parts_lost_to_an_overflow_stop_the_parts_until_the_commits(
     service.bus.publish(run.id, committed)
     got = await reader.finished()
     assert text_of(got) == "a" + "x" * len(tail) + "b"
+
+
+def positions(events: list[Event]) -> list[tuple[int, int, int]]:
+    """(seq, after, part) of each part sent."""
+    return [(e.seq, e.data["after"], e.data["part"]) for e in events if "part" in e.data]
+
+
+async def test_a_part_goes_out_from_the_publishing_task_while_the_reader_waits(
+    make_service: ServiceFactory, hold: HoldFactory
+) -> None:
+    """The stream's reader waits with nothing held: the turn's task sends each part itself,
+    before `emit` returns, at the position the reader would have given it; the reader then
+    sends the committed events, and none of the parts again."""
+    service: Service = await make_service([])
+    session = await _started(service)
+    reader = Reader(service, session.run_id, send_now=lambda event: True)
+    await reader.until(lambda got: len(got) == 1)  # run.started, from the reader
+    held = hold(service)
+    await asyncio.sleep(0)  # the reader is back waiting
+    await _say(session, "Hel")
+    assert reader.direct == [1]  # sent within the emit: no task switch
+    assert (reader.events[1].seq, reader.events[1].data) == (
+        2,
+        {"delta": "Hel", "after": 1, "part": 1},
+    )
+    async with asyncio.timeout(WAIT_S):
+        await held.waiting.wait()  # the held batch took event 2: the next parts make event 3
+    await _say(session, "lo", " world")
+    assert reader.direct == [1, 2, 3]
+    assert positions(reader.events) == [(2, 1, 1), (3, 1, 2), (3, 1, 3)]
+    hold_release(service)
+    await _finish(session, "Hello world")
+    got = await reader.finished()
+    assert text_of(got) == "Hello world"
+    assert non_deltas(got) == [
+        (1, EventType.RUN_STARTED),
+        (4, EventType.MESSAGE),
+        (5, EventType.RUN_FINISHED),
+    ]
+
+
+async def test_a_part_the_writer_refuses_is_the_reader_s_and_so_are_those_after_it(
+    make_service: ServiceFactory, hold: HoldFactory
+) -> None:
+    """`send_now` may decline (the response has not started, or a frame is still being
+    written): the reader sends that part, and a part that comes while one is held waits behind
+    it, so the positions and the text are those of the reader's own path."""
+    service: Service = await make_service([])
+    session = await _started(service)
+    refused: list[int] = []
+
+    def second_refused(event: Event) -> bool:
+        if event.data["part"] == 2:
+            refused.append(2)
+            return False
+        return True
+
+    reader = Reader(service, session.run_id, send_now=second_refused)
+    await reader.until(lambda got: len(got) == 1)
+    hold(service)
+    await asyncio.sleep(0)
+    await _say(session, "Hel", "lo", " world")  # 2 refused, 3 comes while 2 is held
+    assert refused == [2] and reader.direct == [1]
+    await reader.until(lambda got: len(got) == 4)
+    assert positions(reader.events) == [(2, 1, 1), (2, 1, 2), (2, 1, 3)]
+    await asyncio.sleep(0)
+    await _say(session, "!")  # the reader waits again with nothing held: sent at once
+    assert reader.direct == [1, 4]
+    assert positions(reader.events)[3][1:] == (1, 4)
+    hold_release(service)
+    await _finish(session, "Hello world!")
+    got = await reader.finished()
+    assert text_of(got) == "Hello world!"
+    assert [type_ for _, type_ in non_deltas(got)] == [
+        EventType.RUN_STARTED,
+        EventType.MESSAGE,
+        EventType.RUN_FINISHED,
+    ]
+    assert len(got) == len({(e.seq, e.data.get("part")) for e in got})  # nothing twice
+
+
+async def test_a_part_behind_a_committed_event_not_yet_sent_waits_for_the_reader(
+    make_service: ServiceFactory,
+) -> None:
+    """An event committed but not yet sent (the reader is woken, not yet run): a part after it
+    is not sent ahead of it. Driven through the bus, as the committer publishes."""
+    service: Service = await make_service([])
+    session = await _started(service)
+    run = session.claim.run
+    reader = Reader(service, run.id, send_now=lambda event: True)
+    await reader.until(lambda got: len(got) == 1)
+    await asyncio.sleep(0)
+    step = Event(
+        run_id=run.id,
+        thread_id=run.thread_id,
+        seq=2,
+        type=EventType.STEP,
+        ts=run.created_at,
+        data={"status": "planned"},
+    )
+    service.bus.publish(run.id, [step])
+    service.bus.publish_part(
+        Part(run.id, run.thread_id, 3, 1, EventType.MESSAGE, run.created_at, "a")
+    )
+    assert reader.direct == []
+    await reader.until(lambda got: len(got) == 3)
+    assert [(e.seq, e.data.get("part")) for e in reader.events] == [(1, None), (2, None), (3, 1)]
+    assert reader.events[2].data["after"] == 2
+    reader.task.cancel()
+
+
+async def test_no_part_goes_out_while_the_stream_is_sending(make_service: ServiceFactory) -> None:
+    """The stream's task is between two frames (its last one still going out, as with a slow
+    client): a part then is the reader's to send after it, never written beside it."""
+    service: Service = await make_service([])
+    session = await _started(service)
+    sent: list[Event] = []
+    events = service.follow(session.run_id, send_now=lambda event: sent.append(event) is None)
+    async with asyncio.timeout(WAIT_S):
+        first = await anext(events)  # the generator now waits at its yield: not for news
+        assert first.type is EventType.RUN_STARTED
+        await _say(session, "Hel")
+        assert sent == []
+        second = await anext(events)
+        assert second.data == {"delta": "Hel", "after": 1, "part": 1}
+        await _say(session, "lo")  # nothing for it to send: it waits for news
+        assert sent == []  # still suspended at its yield: the part waits for it
+        third = await anext(events)
+        assert third.data == {"delta": "lo", "after": 1, "part": 2}
+        waiting = asyncio.create_task(anext(events))
+        await asyncio.sleep(0.01)  # the reader waits for news now
+        await _say(session, " world")
+        assert [e.data["part"] for e in sent] == [3]
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+    await events.aclose()
