@@ -156,9 +156,7 @@ class ServiceReads:
         try:
             while True:
                 held = [e for e in subscription.take() if e.seq > position.seen]
-                new_parts, lost = subscription.take_parts()
-                if lost:
-                    position.parts_lost()
+                position.took(*subscription.take_parts())
                 if read_database or (held and held[0].seq != position.seen + 1):
                     batch = await self._stored_events(run_id, after=position.seen)
                 else:
@@ -169,7 +167,7 @@ class ServiceReads:
                         yield rest
                 if batch and batch[-1].type is EventType.RUN_FINISHED:
                     return
-                for part in position.sendable(new_parts):
+                for part in position.sendable():
                     yield part
                 if read_database and len(batch) >= EVENT_PAGE:
                     continue  # more is stored than one page: read on before waiting

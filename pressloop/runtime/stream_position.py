@@ -40,11 +40,13 @@ class StreamPosition:
     def start(cls, after: int, parts: int) -> StreamPosition:
         return cls(seen=after, sent=parts, chain_seq=after + 1, broken=parts > 0)
 
-    def parts_lost(self) -> None:
-        """Parts were dropped before the reader took them: which event a later part continues
-        is unknown until the commits."""
-        self.ahead.clear()
-        self.broken = self.broken or self.sent > 0
+    def took(self, parts: list[Part], lost: bool) -> None:
+        """The reader took `parts` from its subscription; `lost`: parts were dropped before
+        them, so which event a later part continues is unknown until the commits."""
+        if lost:
+            self.ahead.clear()
+            self.broken = self.broken or self.sent > 0
+        self.ahead += parts
 
     def past(self, event: Event) -> Event | None:
         """`event` committed, in order: what of it is left to send (None: its parts were all
@@ -76,10 +78,9 @@ class StreamPosition:
             self.chain_seq, self.chain_k = part.seq, 1
         self.sent += 1
 
-    def sendable(self, new_parts: list[Part]) -> list[Event]:
-        """The parts held (`ahead`, then `new_parts`) that go out now, as sent, in order; those
-        of an event not sent yet stay ahead."""
-        self.ahead += new_parts
+    def sendable(self) -> list[Event]:
+        """The parts held (`ahead`) that go out now, as sent, in order; those of an event not
+        sent yet stay ahead."""
         if not self.ahead or self.broken:
             return []
         out: list[Event] = []
