@@ -8,6 +8,7 @@ attributes they use.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import timedelta
 from typing import Any
@@ -29,6 +30,8 @@ from pressloop.store import usage as usage_store
 from pressloop.store.db import Database, ping
 from pressloop.store.ledger import LedgerEntry
 from pressloop.store.records import RunRecord, ThreadRecord, TokenRecord
+
+logger = logging.getLogger(__name__)
 
 # A run rests when it is final or parked for an approval: waiters and streams stop there.
 RESTING = FINAL_RUN_STATUSES | {RunStatus.WAITING_APPROVAL}
@@ -230,9 +233,16 @@ def _direct_sender(
     """The subscription's `direct`: a part the reader may not need to wake for."""
 
     def send(part: Part) -> bool:
-        if not position.may_send_now(part) or not send_now(position.as_sent(part)):
+        if not position.may_send_now(part):
             return False
-        position.mark_sent(part)
-        return True
+        try:
+            sent = send_now(position.as_sent(part))
+        except Exception:
+            # Never the turn's failure: the reader sends the part, and meets the error itself.
+            logger.exception("a stream's part could not be sent from the turn's task")
+            return False
+        if sent:
+            position.mark_sent(part)
+        return sent
 
     return send

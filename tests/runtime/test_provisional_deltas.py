@@ -461,3 +461,22 @@ async def test_no_part_goes_out_while_the_stream_is_sending(make_service: Servic
         with contextlib.suppress(asyncio.CancelledError):
             await waiting
     await events.aclose()
+
+
+async def test_a_sender_that_fails_leaves_the_part_to_the_reader_and_the_turn_unharmed(
+    make_service: ServiceFactory,
+) -> None:
+    service: Service = await make_service([])
+    session = await _started(service)
+
+    def broken(event: Event) -> bool:
+        raise ValueError("the frame cannot be made")
+
+    reader = Reader(service, session.run_id, send_now=broken)
+    await reader.until(lambda got: len(got) == 1)
+    await asyncio.sleep(0)
+    await _say(session, "Hel")  # the turn goes on
+    await reader.until(lambda got: len(got) == 2)
+    assert reader.direct == [] and reader.events[1].data["delta"] == "Hel"
+    await _finish(session, "Hel")
+    assert text_of(await reader.finished()) == "Hel"
