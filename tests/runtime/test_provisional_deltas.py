@@ -142,16 +142,25 @@ async def _finish(session: RunSession, text: str) -> None:
     await session.renew()
 
 
+@pytest.mark.parametrize("from_the_turn", [False, True], ids=["by-the-reader", "by-the-turn"])
 async def test_the_first_delta_reaches_a_stream_while_its_commit_is_held(
-    make_service: ServiceFactory, hold: HoldFactory
+    make_service: ServiceFactory, hold: HoldFactory, from_the_turn: bool
 ) -> None:
+    """by-the-turn: the stream's reader waits with nothing held, so the turn's task sends each
+    part itself (`send_now`), before `emit` returns, at the position the reader would have
+    given it; the reader then sends the committed events, and none of the parts again."""
     service: Service = await make_service([])
     session = await _started(service)
-    reader = Reader(service, session.run_id)
+    reader = Reader(
+        service, session.run_id, send_now=(lambda event: True) if from_the_turn else None
+    )
     await reader.until(lambda got: len(got) == 1)  # run.started (committed)
 
     held = hold(service)
+    await asyncio.sleep(0)  # the reader is back waiting
     await _say(session, "Hel")
+    if from_the_turn:
+        assert reader.direct == [1]  # sent within the emit: no task switch
     await reader.until(lambda got: len(got) == 2)
     first = reader.events[1]
     # Part 1 after event 1, in the delta event it joins (seq 2): the stream's position `1.1`.
@@ -161,6 +170,7 @@ async def test_the_first_delta_reaches_a_stream_while_its_commit_is_held(
     assert [e.seq for e in await service.events(session.run_id)] == [1]
     # The held batch took event 2; the next deltas make event 3 and still go out at once.
     await _say(session, "lo", " world")
+    assert reader.direct == ([1, 2, 3] if from_the_turn else [])
     await reader.until(lambda got: len(got) == 4)
     assert [(e.seq, e.data["after"], e.data["part"]) for e in reader.events[1:]] == [
         (2, 1, 1),
@@ -329,40 +339,6 @@ async def test_parts_lost_to_an_overflow_stop_the_parts_until_the_commits(
 def positions(events: list[Event]) -> list[tuple[int, int, int]]:
     """(seq, after, part) of each part sent."""
     return [(e.seq, e.data["after"], e.data["part"]) for e in events if "part" in e.data]
-
-
-async def test_a_part_goes_out_from_the_publishing_task_while_the_reader_waits(
-    make_service: ServiceFactory, hold: HoldFactory
-) -> None:
-    """The stream's reader waits with nothing held: the turn's task sends each part itself,
-    before `emit` returns, at the position the reader would have given it; the reader then
-    sends the committed events, and none of the parts again."""
-    service: Service = await make_service([])
-    session = await _started(service)
-    reader = Reader(service, session.run_id, send_now=lambda event: True)
-    await reader.until(lambda got: len(got) == 1)  # run.started, from the reader
-    held = hold(service)
-    await asyncio.sleep(0)  # the reader is back waiting
-    await _say(session, "Hel")
-    assert reader.direct == [1]  # sent within the emit: no task switch
-    assert (reader.events[1].seq, reader.events[1].data) == (
-        2,
-        {"delta": "Hel", "after": 1, "part": 1},
-    )
-    async with asyncio.timeout(WAIT_S):
-        await held.waiting.wait()  # the held batch took event 2: the next parts make event 3
-    await _say(session, "lo", " world")
-    assert reader.direct == [1, 2, 3]
-    assert positions(reader.events) == [(2, 1, 1), (3, 1, 2), (3, 1, 3)]
-    hold_release(service)
-    await _finish(session, "Hello world")
-    got = await reader.finished()
-    assert text_of(got) == "Hello world"
-    assert non_deltas(got) == [
-        (1, EventType.RUN_STARTED),
-        (4, EventType.MESSAGE),
-        (5, EventType.RUN_FINISHED),
-    ]
 
 
 async def test_a_part_the_writer_refuses_is_the_reader_s_and_so_are_those_after_it(
