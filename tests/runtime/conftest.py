@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ from pressloop.config import Settings
 from pressloop.providers.scripted import ScriptedProvider
 from pressloop.runtime.service import Service
 from tests.conftest import FakeClock
+from tests.runtime.stream_readers import HeldCommits
 from tests.support.processes import CrashPackWorkers
 
 ServiceFactory = Callable[..., Any]
@@ -56,3 +57,21 @@ async def service_and_workers(
     finally:
         workers.stop_all()
         await service.close()
+
+
+HoldFactory = Callable[[Service], HeldCommits]
+
+
+@pytest.fixture
+def hold(make_service: ServiceFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[HoldFactory]:
+    """Hold a service's commits; released at teardown, before the services close (a failed
+    test would otherwise leave `close()` waiting for a batch that never runs)."""
+    made: list[HeldCommits] = []
+
+    def build(service: Service) -> HeldCommits:
+        made.append(HeldCommits(service, monkeypatch))
+        return made[-1]
+
+    yield build
+    for held in made:
+        held.release()
