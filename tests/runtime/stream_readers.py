@@ -37,9 +37,6 @@ class HeldCommits:
         self.released.set()
 
 
-HoldFactory = Callable[[Service], HeldCommits]
-
-
 def hold_release(service: Service) -> None:
     """Release the hold on `service`'s commits (the patched `_transaction`'s own)."""
     transaction = service.runner.committer._transaction
