@@ -14,9 +14,15 @@ collects once and freezes what survived (`gc.freeze`: it is not walked again; th
 it all its life anyway), and sets the thresholds:
 
 - `pressloop serve` (`SERVE_THRESHOLDS`): the young generation at the default size, so a young
-  collection stays short, and a full collection only after 1,000 middle ones (still no sooner
-  than the interpreter's rule: 25% more long-lived objects than the last full one left), since
-  it walks every run's state in flight: the pauses a first token can meet stay short.
+  collection stays short; a middle one every 3 young ones, not 10: it walks what survived the
+  young ones since the last, and under load that is most of the runs' newest state (a young
+  generation holds more than its 700 objects whenever older objects die meanwhile: each death
+  counts against the threshold): every 10, up to 38,000 objects, p99 22-25 ms of CPU (AMD EPYC
+  25/17, 300 streams at a time for 150 s); every 3, p99 12-14 ms for the same CPU in all
+  (docs/benchmarks.md, section 3n).
+  A full collection only after 3,333 middle ones, the 10,000 young ones of before (still no
+  sooner than the interpreter's rule: 25% more long-lived objects than the last full one left),
+  since it walks every run's state in flight: the pauses a first token can meet stay short.
 - `pressloop worker` (`WORKER_THRESHOLDS`): no stream waits on its loop, and with hundreds of
   runs in flight the default young size had it collecting ~550 times for 1,000 runs of 4 model
   calls (a fifth of its CPU): every 50,000 allocations leaves a few collections for the same work.
@@ -39,7 +45,7 @@ from pressloop.providers.factory import load_sdk
 
 Thresholds = tuple[int, int, int]
 
-SERVE_THRESHOLDS: Thresholds = (700, 10, 1000)
+SERVE_THRESHOLDS: Thresholds = (700, 3, 3333)
 WORKER_THRESHOLDS: Thresholds = (50_000, 20, 20)
 
 
