@@ -130,6 +130,7 @@ async def serve_api(
     service = await Service.open(settings)
     others: ServingProcesses | None = None
     unwatch_gc: Callable[[], None] | None = None
+    stop_young: Callable[[], None] | None = None
     try:
         if fd is None:
             await first_admin_token(service, settings, console)
@@ -141,6 +142,7 @@ async def serve_api(
         # Before serving: the model SDK loaded and the start-up heap frozen, so neither the first
         # turn nor a full collection under load stops the loop for long (runtime/collector.py).
         unwatch_gc = collector.settle_process(settings, service.metrics, collector.SERVE_THRESHOLDS)
+        stop_young = collector.collect_young_every(settings.gc_young_every_s)
         if fd is not None:
             console.print(f"Pressloop serving process {os.getpid()} on the shared port")
             await server.serve(sockets=[socket.socket(fileno=fd)])
@@ -170,6 +172,8 @@ async def serve_api(
         await service.close()
         if unwatch_gc is not None:
             unwatch_gc()
+        if stop_young is not None:
+            stop_young()
         shutdown_tracing()  # the last spans exported
         if site is not None:
             await asyncio.to_thread(site.stop)

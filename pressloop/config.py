@@ -276,6 +276,11 @@ class Settings(BaseSettings):
         pattern=r"^\s*(\d+\s*,\s*\d+\s*,\s*\d+\s*)?$",
         validation_alias=_env("PRESSLOOP_GC_THRESHOLDS"),
     )
+    # `pressloop serve` collects the young generation whenever none ran for this long (0: only
+    # at the interpreter's threshold; runtime/collector.py).
+    gc_young_every_s: float = Field(
+        default=0.05, ge=0, validation_alias=_env("PRESSLOOP_GC_YOUNG_EVERY")
+    )
     # Cancel (DESIGN.md section 8): how often a process looks for cancels asked elsewhere for
     # the runs it runs, and how long a cancel request waits for a running run to stop.
     cancel_poll_s: float = Field(default=0.5, gt=0, validation_alias=_env("PRESSLOOP_CANCEL_POLL"))

@@ -27,6 +27,13 @@ it all its life anyway), and sets the thresholds:
   runs in flight the default young size had it collecting ~550 times for 1,000 runs of 4 model
   calls (a fifth of its CPU): every 50,000 allocations leaves a few collections for the same work.
 
+A young collection is due when the allocations outnumber the deaths by 700; while turns finish
+and their older objects die, that count stalls and the young generation fills far past 700
+(26,000-28,000 objects seen, 12-15 ms to walk). So `pressloop serve` also collects whenever
+none ran for `PRESSLOOP_GC_YOUNG_EVERY` (`YoungCollections`; the young generation, or the middle
+one when the interpreter would take it): what one collection walks is then at most what that
+time allocated and kept (at most about 10 ms, against 24-27; docs/benchmarks.md, section 3n).
+
 `PRESSLOOP_GC_THRESHOLDS` replaces either (three numbers, `gc.set_threshold`'s). `watch` times
 every collection for the process's metrics (`pressloop_gc_pause_seconds`, by generation), so an
 operator sees the pauses a stream meets.
@@ -34,6 +41,7 @@ operator sees the pauses a stream meets.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import time
 from collections.abc import Callable
@@ -90,3 +98,71 @@ def settle_process(settings: Settings, metrics: Metrics, default: Thresholds) ->
     load_sdk(settings)
     metrics.gc_settled(settle(settings.resolved_gc_thresholds(default)))
     return watch(metrics.gc_paused)
+
+
+class YoungCollections:
+    """Collects the young generation whenever none ran for `every_s` (a `gc.callbacks` entry
+    notes every collection, the interpreter's own included; a timer on the loop collects when
+    one is due). `clock` and `collect` are injected for tests."""
+
+    def __init__(
+        self,
+        every_s: float,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        collect: Callable[[int], object] = gc.collect,
+    ) -> None:
+        self.every_s = every_s
+        self.clock = clock
+        self.collect = collect
+        self.last = clock()
+        self._timer: asyncio.TimerHandle | None = None
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "stop":
+            self.last = self.clock()
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
+        """Watch the collections and keep the timer on `loop`; returns the stop."""
+        gc.callbacks.append(self)
+        self._schedule(loop)
+        return self.stop
+
+    def tick(self) -> bool:
+        """Collect the young generation if one is due; whether it did."""
+        if self.clock() - self.last < self.every_s:
+            return False
+        self.collect(due_generation(gc.get_count(), gc.get_threshold()))
+        self.last = self.clock()
+        return True
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self in gc.callbacks:
+            gc.callbacks.remove(self)
+
+    def _schedule(self, loop: asyncio.AbstractEventLoop) -> None:
+        due_in = self.last + self.every_s - self.clock()
+        self._timer = loop.call_later(max(due_in, 0.0), self._on_timer, loop)
+
+    def _on_timer(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.tick()
+        self._schedule(loop)
+
+
+def due_generation(counts: tuple[int, int, int], thresholds: tuple[int, int, int]) -> int:
+    """The generation a collection now takes, as the interpreter chooses it, short of the oldest:
+    the middle one once enough young collections ran since the last middle one (a young
+    collection made here counts as one; only the interpreter's own collections check this,
+    so without it the middle generation would grow across all of those made here), else the
+    young one. Never a full collection: the interpreter's own rule for those stands."""
+    return 1 if counts[1] > thresholds[1] else 0
+
+
+def collect_young_every(every_s: float) -> Callable[[], None]:
+    """`YoungCollections` on the running loop (`every_s` 0: none); returns the stop."""
+    if every_s <= 0:
+        return lambda: None
+    return YoungCollections(every_s).start(asyncio.get_running_loop())

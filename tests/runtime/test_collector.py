@@ -6,6 +6,7 @@ model SDK loaded before the freeze here, in fresh interpreters."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import itertools
 import json
@@ -110,6 +111,72 @@ def test_gc_thresholds_setting() -> None:
     for wrong in ("1,2", "a,b,c", "1,2,3,4", "-1,2,3"):
         with pytest.raises(ValidationError, match="gc_thresholds|PRESSLOOP_GC_THRESHOLDS"):
             Settings(gc_thresholds=wrong)
+
+
+def test_gc_young_every_setting() -> None:
+    assert Settings().gc_young_every_s == 0.05
+    assert Settings(gc_young_every_s=0).gc_young_every_s == 0  # off: the interpreter's only
+    with pytest.raises(ValidationError, match="gc_young_every_s|PRESSLOOP_GC_YOUNG_EVERY"):
+        Settings(gc_young_every_s=-1)
+
+
+def test_the_middle_generation_is_due_as_the_interpreter_would_choose_it() -> None:
+    serve = collector.SERVE_THRESHOLDS
+    assert collector.due_generation((0, serve[1], 0), serve) == 0
+    assert collector.due_generation((5, serve[1] + 1, 0), serve) == 1
+    # Never a full one, however many middle collections ran: that rule stays the interpreter's.
+    assert collector.due_generation((0, serve[1] + 1, serve[2] + 1), serve) == 1
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_young_collection_is_made_only_when_none_ran_for_the_interval() -> None:
+    clock, collected = FakeClock(), []
+    young = collector.YoungCollections(0.05, clock=clock, collect=collected.append)
+
+    clock.now += 0.04
+    assert not young.tick() and collected == []  # not due yet
+    clock.now += 0.01
+    assert young.tick() and len(collected) == 1  # due: one collection...
+    assert not young.tick() and len(collected) == 1  # ...and the interval starts again
+
+    clock.now += 0.04
+    young("start", {"generation": 0})
+    young("stop", {"generation": 0})  # the interpreter collected meanwhile
+    clock.now += 0.04
+    assert not young.tick() and len(collected) == 1  # 0.04 s after that one: not due
+    clock.now += 0.01
+    assert young.tick() and len(collected) == 2
+
+
+def test_young_collections_run_on_the_loop_until_stopped() -> None:
+    seen: list[tuple[int, float]] = []
+
+    async def scenario() -> tuple[int, int]:
+        unwatch = collector.watch(lambda generation, s: seen.append((generation, s)))
+        try:
+            gc.disable()  # only the timer collects: none is due by allocations meanwhile
+            stop = collector.collect_young_every(0.01)
+            await asyncio.sleep(0.2)
+            stop()
+            made = len(seen)
+            await asyncio.sleep(0.1)
+            return made, len(seen)
+        finally:
+            gc.enable()
+            unwatch()
+
+    made, later = asyncio.run(scenario())
+    assert made >= 3  # about 20 in 0.2 s; a busy machine's timers may run late
+    assert all(generation < 2 for generation, _ in seen)  # never a full collection
+    assert later == made  # stopped: no more
+    assert collector.collect_young_every(0) is not None  # 0: nothing started, a no-op stop
 
 
 LOADED = """
