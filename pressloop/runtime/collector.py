@@ -101,9 +101,10 @@ def settle_process(settings: Settings, metrics: Metrics, default: Thresholds) ->
 
 
 class YoungCollections:
-    """Collects the young generation whenever none ran for `every_s` (a `gc.callbacks` entry
-    notes every collection, the interpreter's own included; a timer on the loop collects when
-    one is due). `clock` and `collect` are injected for tests."""
+    """Collects whenever no collection ran for `every_s`: the young generation, or the middle one
+    when the interpreter would take it (`due_generation`). A `gc.callbacks` entry notes every
+    collection, the interpreter's own included; a timer on the loop collects when one is due.
+    `clock` and `collect` are injected for tests."""
 
     def __init__(
         self,
@@ -129,7 +130,7 @@ class YoungCollections:
         return self.stop
 
     def tick(self) -> bool:
-        """Collect the young generation if one is due; whether it did."""
+        """Collect if a collection is due; whether it did."""
         if self.clock() - self.last < self.every_s:
             return False
         self.collect(due_generation(gc.get_count(), gc.get_threshold()))
