@@ -276,8 +276,8 @@ class Settings(BaseSettings):
         pattern=r"^\s*(\d+\s*,\s*\d+\s*,\s*\d+\s*)?$",
         validation_alias=_env("PRESSLOOP_GC_THRESHOLDS"),
     )
-    # `pressloop serve` collects the young generation whenever none ran for this long (0: only
-    # at the interpreter's threshold; runtime/collector.py).
+    # `pressloop serve` collects (the young generation, or the middle one when due) whenever no
+    # collection ran for this long (0: only at the interpreter's thresholds; runtime/collector.py).
     gc_young_every_s: float = Field(
         default=0.05, ge=0, validation_alias=_env("PRESSLOOP_GC_YOUNG_EVERY")
     )

@@ -102,9 +102,9 @@ def settle_process(settings: Settings, metrics: Metrics, default: Thresholds) ->
 
 class YoungCollections:
     """Collects whenever no collection ran for `every_s`: the young generation, or the middle one
-    when the interpreter would take it (`due_generation`). A `gc.callbacks` entry notes every
-    collection, the interpreter's own included; a timer on the loop collects when one is due.
-    `clock` and `collect` are injected for tests."""
+    when the interpreter would take it (`due_generation`). `watch` notes every collection, the
+    interpreter's own included; a timer on the loop collects when one is due. `clock` and
+    `collect` are injected for tests."""
 
     def __init__(
         self,
@@ -118,14 +118,15 @@ class YoungCollections:
         self.collect = collect
         self.last = clock()
         self._timer: asyncio.TimerHandle | None = None
+        self._unwatch: Callable[[], None] | None = None
 
-    def __call__(self, phase: str, info: dict[str, Any]) -> None:
-        if phase == "stop":
-            self.last = self.clock()
+    def collected(self) -> None:
+        """A collection just ended (any, the interpreter's own included)."""
+        self.last = self.clock()
 
     def start(self, loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
         """Watch the collections and keep the timer on `loop`; returns the stop."""
-        gc.callbacks.append(self)
+        self._unwatch = watch(lambda _generation, _seconds: self.collected())
         self._schedule(loop)
         return self.stop
 
@@ -134,15 +135,16 @@ class YoungCollections:
         if self.clock() - self.last < self.every_s:
             return False
         self.collect(due_generation(gc.get_count(), gc.get_threshold()))
-        self.last = self.clock()
+        self.collected()
         return True
 
     def stop(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self in gc.callbacks:
-            gc.callbacks.remove(self)
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None
 
     def _schedule(self, loop: asyncio.AbstractEventLoop) -> None:
         due_in = self.last + self.every_s - self.clock()

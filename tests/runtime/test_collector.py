@@ -147,8 +147,7 @@ def test_a_young_collection_is_made_only_when_none_ran_for_the_interval() -> Non
     assert not young.tick() and len(collected) == 1  # ...and the interval starts again
 
     clock.now += 0.04
-    young("start", {"generation": 0})
-    young("stop", {"generation": 0})  # the interpreter collected meanwhile
+    young.collected()  # the interpreter collected meanwhile (as `watch` tells it)
     clock.now += 0.04
     assert not young.tick() and len(collected) == 1  # 0.04 s after that one: not due
     clock.now += 0.01
@@ -172,11 +171,23 @@ def test_young_collections_run_on_the_loop_until_stopped() -> None:
             gc.enable()
             unwatch()
 
+    callbacks = len(gc.callbacks)
     made, later = asyncio.run(scenario())
     assert made >= 3  # about 20 in 0.2 s; a busy machine's timers may run late
     assert all(generation < 2 for generation, _ in seen)  # never a full collection
     assert later == made  # stopped: no more
-    assert collector.collect_young_every(0) is not None  # 0: nothing started, a no-op stop
+    assert len(gc.callbacks) == callbacks  # and no longer watching
+
+
+def test_no_young_collections_when_turned_off() -> None:
+    callbacks = len(gc.callbacks)
+
+    async def scenario() -> None:
+        stop = collector.collect_young_every(0)
+        assert len(gc.callbacks) == callbacks  # nothing watches, no timer
+        stop()
+
+    asyncio.run(scenario())
 
 
 LOADED = """
