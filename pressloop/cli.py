@@ -91,7 +91,7 @@ def serve(
     ] = None,
 ) -> None:
     """Serve the HTTP API with an in-process worker and scheduler."""
-    from pressloop.cli_serve import serve_api
+    from pressloop.cli_serve import serve_api, serving_loop
 
     async def start() -> int:
         settings = load_settings()
@@ -101,7 +101,7 @@ def serve(
             console, settings, host=host, port=port, wordpress=local_wordpress, fd=fd
         )
 
-    run_command(start())
+    run_command(start(), loop_factory=lambda: serving_loop(load_settings()))
 
 
 @app.command()

@@ -3,9 +3,10 @@ service. Errors are shown as one red line, never as a traceback."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import getpass
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
@@ -51,16 +52,26 @@ def load_settings() -> Settings:
         raise ConfigurationError(f"the configuration is invalid: {problems}") from None
 
 
-def run_loop(main: Coroutine[Any, Any, T]) -> T:
+def run_loop(
+    main: Coroutine[Any, Any, T],
+    loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None,
+) -> T:
     """Run `main` on uvloop (libuv's event loop): every socket read and write, the model calls',
-    the database's and the API's, costs less CPU than on asyncio's own loop."""
-    return uvloop.run(main)
+    the database's and the API's, costs less CPU than on asyncio's own loop. Or on the loop
+    `loop_factory` makes (`pressloop serve`'s, `runtime/loop_lanes.py`)."""
+    if loop_factory is None:
+        return uvloop.run(main)
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        return runner.run(main)
 
 
-def run_command(command: Coroutine[Any, Any, int]) -> None:
+def run_command(
+    command: Coroutine[Any, Any, int],
+    loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None,
+) -> None:
     """Run one command; Pressloop's errors are shown as a red line, never as a traceback."""
     try:
-        code = run_loop(command)
+        code = run_loop(command, loop_factory)
     except KeyboardInterrupt:
         errors.print("[yellow]interrupted[/]")
         raise typer.Exit(130) from None

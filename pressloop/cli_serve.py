@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import uvicorn
+import uvloop
 from rich.console import Console
 from rich.markup import escape
 
@@ -24,12 +25,22 @@ from pressloop.observability.logs import configure_logging
 from pressloop.observability.tracing import setup_tracing, shutdown_tracing
 from pressloop.private_files import private_dir, write_private
 from pressloop.runtime import collector
+from pressloop.runtime.loop_lanes import LanesLoop
 from pressloop.runtime.service import Service
 from pressloop.serve_processes import ServingProcesses, reuse_port_sockets, shared_env
 from pressloop.ui import mount_ui
 
 if TYPE_CHECKING:
     from pressloop.local_wordpress.local_site import LocalSite
+
+
+def serving_loop(settings: Settings) -> asyncio.AbstractEventLoop:
+    """`pressloop serve`'s event loop (PRESSLOOP_EVENT_LOOP): by default asyncio's with an urgent
+    lane, where a model's streamed tokens go ahead of the rest of the work (a person waits for
+    them; docs/benchmarks.md, section 3o), else uvloop."""
+    if settings.event_loop == "uvloop":
+        return uvloop.new_event_loop()
+    return LanesLoop(poll_every_s=settings.loop_poll_every_s)
 
 
 class Server(uvicorn.Server):

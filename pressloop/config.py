@@ -281,6 +281,16 @@ class Settings(BaseSettings):
     gc_young_every_s: float = Field(
         default=0.05, ge=0, validation_alias=_env("PRESSLOOP_GC_YOUNG_EVERY")
     )
+    # `pressloop serve`'s event loop (`runtime/loop_lanes.py`): "lanes" is asyncio's loop with an
+    # urgent lane, where a turn reading a model's stream goes ahead of other work; "uvloop" runs
+    # everything first in, first out, on a little less CPU a turn.
+    event_loop: Literal["lanes", "uvloop"] = Field(
+        default="lanes", validation_alias=_env("PRESSLOOP_EVENT_LOOP")
+    )
+    # On "lanes": the longest the loop goes without polling its sockets while it has work queued.
+    loop_poll_every_s: float = Field(
+        default=0.001, gt=0, le=1, validation_alias=_env("PRESSLOOP_LOOP_POLL_EVERY")
+    )
     # Cancel (DESIGN.md section 8): how often a process looks for cancels asked elsewhere for
     # the runs it runs, and how long a cancel request waits for a running run to stop.
     cancel_poll_s: float = Field(default=0.5, gt=0, validation_alias=_env("PRESSLOOP_CANCEL_POLL"))

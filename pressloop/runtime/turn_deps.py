@@ -1,6 +1,7 @@
 """What one attempt's engine is given (`EngineDeps`): the provider and the actions wrapped in
 the runtime's checks and measures (budgets, metrics, spans, the ledger, approvals), the prompt's
-context, the session's writes, and the process's pacing. The runner builds one per attempt."""
+context, the session's writes, and the process's pacing (and a model's streams read as urgent
+work, on `pressloop serve`'s loop). The runner builds one per attempt."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from pressloop.runtime.ledger import SessionLedger
 from pressloop.runtime.observed import ObservedActions, ObservedProvider, TurnSpans
 from pressloop.runtime.pacing import Pacer
 from pressloop.runtime.session import RunSession
+from pressloop.runtime.stream_urgency import UrgentStreams
 from pressloop.store.records import RunRecord
 
 
@@ -51,7 +53,7 @@ class TurnDeps:
         return EngineDeps(
             # Tokens, each call; the budget's check is outside the call's measured time.
             provider=RunBudget(counting=self.counting, run=run).guarded(
-                ObservedProvider(provider, self.metrics, self.monotonic, spans)
+                ObservedProvider(UrgentStreams(provider), self.metrics, self.monotonic, spans)
             ),
             actions=ObservedActions(self._executor(run, session), self.metrics, spans),
             history=context.history,

@@ -1,5 +1,6 @@
 """Pacing (runtime/pacing.py): work that can wait takes turns, one piece a loop iteration, so
-the loop reads its sockets between two pieces; on asyncio's loop and on uvloop (the service's)."""
+the loop reads its sockets between two pieces; on asyncio's loop, on uvloop and on `pressloop
+serve`'s loop (runtime/loop_lanes.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from collections.abc import Callable
 import pytest
 import uvloop
 
+from pressloop.runtime.loop_lanes import LanesLoop
 from pressloop.runtime.pacing import Pacer
 
 LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
     "asyncio": asyncio.new_event_loop,
     "uvloop": uvloop.new_event_loop,
+    "lanes": LanesLoop,
 }
 
 
