@@ -180,7 +180,7 @@ async def _timers_due_together() -> list[str]:
     loop.call_later(0.01, order.append, "due")
     loop.call_later(0.011, order.append, "cancelled").cancel()  # not at the heap's head
     loop.call_later(0.012, order.append, "due too")
-    time.sleep(0.02)  # all three come due in the same iteration
+    loop.call_soon(time.sleep, 0.02)  # the loop is busy while all three come due
     await asyncio.sleep(0.03)
     return order
 
