@@ -74,15 +74,21 @@ class _Lanes(deque[asyncio.Handle]):
 
     def _move_ahead(self, handles: list[asyncio.Handle]) -> None:
         """Move a future's callbacks from the normal lane to the urgent one, in their order."""
-        if not handles:
-            return
+        moved: list[asyncio.Handle] = []
         for handle in reversed(handles):
+            if super().__len__() == 0:  # run already (cannot be while its future's are queued)
+                break
             # Queued last, one after the other (no indexing: `len` counts both lanes).
             last = super().pop()
             if last is not handle:  # another thread's callback came between them
                 super().append(last)
-                super().remove(handle)
-        self.urgent.extend(handles)
+                try:
+                    super().remove(handle)
+                except ValueError:  # not queued any more: nothing to move
+                    continue
+            moved.append(handle)
+        moved.reverse()
+        self.urgent.extend(moved)
         handles.clear()
 
     def _wakes_urgent_task(self, handle: asyncio.Handle) -> bool:
@@ -100,6 +106,8 @@ class _Lanes(deque[asyncio.Handle]):
 
     def clear(self) -> None:
         self.urgent.clear()
+        self._future, self._future_urgent = None, False
+        self._future_behind.clear()
         super().clear()
 
     def __len__(self) -> int:
