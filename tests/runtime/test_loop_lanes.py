@@ -12,7 +12,11 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 import pytest
+import uvloop
+from pydantic import ValidationError
 
+from pressloop.cli_serve import serving_loop
+from pressloop.config import Settings
 from pressloop.providers.base import (
     ModelRequest,
     ModelResponse,
@@ -267,3 +271,19 @@ def test_a_stream_is_read_urgently_and_passed_through_unchanged(
     expected = loop_factory is lanes
     assert model.urgent_while_streaming == [expected, expected]
     assert urgent_after is False
+
+
+def test_serve_runs_on_the_lanes_loop_unless_told_uvloop() -> None:
+    lanes_loop = serving_loop(Settings(loop_poll_every_s=0.002))
+    uv_loop = serving_loop(Settings(event_loop="uvloop"))
+    try:
+        assert isinstance(lanes_loop, LanesLoop)
+        assert lanes_loop._lanes._poll_every_s == 0.002
+        assert isinstance(uv_loop, uvloop.Loop)
+    finally:
+        lanes_loop.close()
+        uv_loop.close()
+    with pytest.raises(ValidationError, match="event_loop|PRESSLOOP_EVENT_LOOP"):
+        Settings(event_loop="trio")
+    with pytest.raises(ValidationError, match="loop_poll_every_s|PRESSLOOP_LOOP_POLL_EVERY"):
+        Settings(loop_poll_every_s=0)
