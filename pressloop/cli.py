@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
@@ -93,15 +94,19 @@ def serve(
     """Serve the HTTP API with an in-process worker and scheduler."""
     from pressloop.cli_serve import serve_api, serving_loop
 
+    # Read once, inside run_command (an invalid configuration is its red line): first for the
+    # loop to make, then for the service on it.
+    settings_once = functools.cache(load_settings)
+
     async def start() -> int:
-        settings = load_settings()
+        settings = settings_once()
         if processes is not None:
             settings = settings.model_copy(update={"serve_processes": processes})
         return await serve_api(
             console, settings, host=host, port=port, wordpress=local_wordpress, fd=fd
         )
 
-    run_command(start(), loop_factory=lambda: serving_loop(load_settings()))
+    run_command(start(), loop_factory=lambda: serving_loop(settings_once()))
 
 
 @app.command()

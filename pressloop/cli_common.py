@@ -61,8 +61,11 @@ def run_loop(
     `loop_factory` makes (`pressloop serve`'s, `runtime/loop_lanes.py`)."""
     if loop_factory is None:
         return uvloop.run(main)
-    with asyncio.Runner(loop_factory=loop_factory) as runner:
-        return runner.run(main)
+    try:
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            return runner.run(main)
+    finally:
+        main.close()  # a no-op once run; unstarted (no loop could be made), no "never awaited"
 
 
 def run_command(

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +28,7 @@ from pressloop.providers.base import (
 )
 from pressloop.runtime.loop_lanes import LanesLoop, urgent
 from pressloop.runtime.stream_urgency import UrgentStreams
+from tests.support.processes import command, isolated_env
 
 POLL_EVERY_S = 0.001
 
@@ -287,3 +290,14 @@ def test_serve_runs_on_the_lanes_loop_unless_told_uvloop() -> None:
         Settings(event_loop="trio")
     with pytest.raises(ValidationError, match="loop_poll_every_s|PRESSLOOP_LOOP_POLL_EVERY"):
         Settings(loop_poll_every_s=0)
+
+
+def test_serve_with_an_unknown_loop_says_so_in_one_line(tmp_path: Path) -> None:
+    env = isolated_env(PRESSLOOP_DATA_DIR=str(tmp_path), PRESSLOOP_EVENT_LOOP="trio")
+    done = subprocess.run(
+        [*command(), "serve", "--port", "0"], env=env, capture_output=True, timeout=60
+    )
+    assert done.returncode == 1
+    err = done.stderr.decode()
+    assert "PRESSLOOP_EVENT_LOOP" in err
+    assert "Traceback" not in err and "never awaited" not in err
