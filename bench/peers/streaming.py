@@ -23,6 +23,7 @@ from typing import Any
 import aiohttp
 import httpx
 
+from bench import slow_cpu
 from bench.peers import profiling
 from bench.peers.model_server import STAMP, base_url
 from bench.peers.procs import Process, fresh_target
@@ -186,7 +187,7 @@ async def _streams(
 def cpu() -> dict[str, Any]:
     """What the streaming figures were measured on: the CPU model (with its family, model and
     stepping: a virtual machine's model name is often just "Intel(R) Xeon(R) Processor"), its
-    clock, and the CPUs this process may run on."""
+    clock, the CPUs this process may run on, and whether `bench.slow_cpu` slowed them."""
     fields: dict[str, str] = {}
     with open("/proc/cpuinfo", encoding="utf-8") as info:
         for line in info:
@@ -201,15 +202,17 @@ def cpu() -> dict[str, Any]:
         ),
         "mhz": fields.get("cpu MHz", "?"),
         "cpus": len(os.sched_getaffinity(0)),
+        "slowed": os.environ.get(slow_cpu.ENV),
     }
 
 
 def cpu_line(facts: dict[str, Any]) -> str:
     mhz = facts["mhz"]
     clock = f"{float(mhz):.0f} MHz, " if mhz.replace(".", "", 1).isdigit() else ""
+    slowed = f", slowed by `bench.slow_cpu` ({facts['slowed']})" if facts.get("slowed") else ""
     return (
         f"{facts['model']} (family/model/stepping {facts['family_model_stepping']}), "
-        f"{clock}{facts['cpus']} CPUs"
+        f"{clock}{facts['cpus']} CPUs{slowed}"
     )
 
 

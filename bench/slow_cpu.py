@@ -1,0 +1,180 @@
+"""Run a command on a slower CPU: this machine's cores, each partly taken by a spinner.
+
+Latency under load moves with the CPU (docs/benchmarks.md, section 3f: the slowest CPU met,
+AMD EPYC 23/1, missed a goal the others met), and the slowest CPU is seldom the one at hand. A
+heavier load on a fast CPU is a poor stand-in: its callbacks stay short. This makes every core
+slower for everything that runs on it, the system measured, its database and the benchmark's
+own client alike: one spinner per core, pinned to it, at the lowest real-time priority (so it
+runs ahead of every ordinary process), busy for `steal` of each `period` and asleep for the
+rest. What is left of each core runs ordinary work at full speed in slices of the period; with
+a period of 1 ms a 2 ms callback takes about 5 ms of wall time at `--steal 0.6`, as on a CPU
+2.5 times slower.
+
+    sudo python -m bench.slow_cpu --steal 0.6 -- python -m bench.peers --workloads streaming
+
+A real-time policy needs CAP_SYS_NICE (root). The kernel keeps 5% of each second for ordinary
+work whatever real-time threads ask (`kernel.sched_rt_runtime_us`), hence `--steal` at most
+0.9. Before the command, a busy loop is timed with and without the spinners: the slowdown
+measured is printed, and handed to the command in `BENCH_SLOW_CPU` (`bench.peers` records it
+beside the CPU's model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+
+ENV = "BENCH_SLOW_CPU"
+REALTIME_PRIORITY = 1  # the lowest: ahead of every ordinary (SCHED_OTHER) thread
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PROBE = f"import os; os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param({REALTIME_PRIORITY}))"
+
+
+class CannotSlow(RuntimeError):
+    """The spinners cannot run as real-time threads here."""
+
+
+def spin(cpu: int, steal: float, period_s: float) -> None:
+    """A spinner's life: on `cpu`, busy for `steal` of every `period_s`, until killed."""
+    os.sched_setaffinity(0, {cpu})
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(REALTIME_PRIORITY))
+    clock = time.perf_counter
+    busy = period_s * steal
+    start = clock()
+    while True:
+        busy_until = start + busy
+        while clock() < busy_until:
+            pass
+        start += period_s
+        idle = start - clock()
+        if idle > 0:
+            time.sleep(idle)
+        else:  # preempted past a whole period (throttled): start again from now
+            start = clock()
+
+
+def check_realtime() -> None:
+    """Raise `CannotSlow` unless this process may make a real-time thread."""
+    probe = subprocess.run(
+        [sys.executable, "-c", _PROBE],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if probe.returncode != 0:
+        why = (probe.stderr.strip().splitlines() or ["refused"])[-1]
+        raise CannotSlow(
+            f"the spinners need a real-time policy (SCHED_FIFO), which needs CAP_SYS_NICE: {why}"
+        )
+
+
+class Spinners:
+    """One spinner process per CPU this process may run on; `stop` ends them all."""
+
+    def __init__(self, steal: float, period_s: float) -> None:
+        self.steal = steal
+        self.period_s = period_s
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> None:
+        for cpu in sorted(os.sched_getaffinity(0)):
+            command = [sys.executable, "-m", "bench.slow_cpu", "--spinner", str(cpu)]
+            command += ["--steal", str(self.steal), "--period-ms", str(self.period_s * 1000)]
+            self.procs.append(subprocess.Popen(command, cwd=ROOT))
+        time.sleep(0.2)  # each has set its policy before anything is timed
+        for proc in self.procs:
+            if proc.poll() is not None:
+                self.stop()
+                raise CannotSlow(f"a spinner stopped at once (exit code {proc.returncode})")
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            proc.kill()
+        for proc in self.procs:
+            proc.wait()
+        self.procs.clear()
+
+
+def busy_loop_s(rounds: int = 3, n: int = 2_000_000) -> float:
+    """The median time of a pure-Python busy loop (what a slower CPU shows at once)."""
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        total = 0
+        for i in range(n):
+            total += i
+        times.append(time.perf_counter() - started)
+    return sorted(times)[len(times) // 2]
+
+
+def run(command: Sequence[str], steal: float, period_s: float) -> int:
+    """`command` with the spinners running; its exit code."""
+    check_realtime()
+    plain = busy_loop_s()
+    spinners = Spinners(steal, period_s)
+    spinners.start()
+    try:
+        slowed = busy_loop_s()
+        slowdown = slowed / plain
+        print(
+            f"bench.slow_cpu: {len(spinners.procs)} CPUs, {steal:.0%} of each "
+            f"{period_s * 1000:g} ms taken; a busy loop {plain * 1000:.0f} ms -> "
+            f"{slowed * 1000:.0f} ms: {slowdown:.2f}x slower",
+            file=sys.stderr,
+            flush=True,
+        )
+        env = dict(os.environ)
+        env[ENV] = f"steal={steal} period_ms={period_s * 1000:g} slowdown={slowdown:.2f}"
+        try:
+            return subprocess.run(list(command), env=env, check=False).returncode
+        except KeyboardInterrupt:
+            return 130
+    finally:
+        spinners.stop()
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.slow_cpu",
+        description="Run a command with every core partly taken, as on a slower CPU.",
+    )
+    parser.add_argument(
+        "--steal",
+        type=float,
+        default=0.6,
+        help="the share of each core taken, 0.05-0.9 (0.6: about 2.2x slower)",
+    )
+    parser.add_argument("--period-ms", type=float, default=1.0, help="0.1-10")
+    parser.add_argument("--spinner", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    options = parser.parse_args(list(argv))
+    if not 0.05 <= options.steal <= 0.9:
+        parser.error("--steal must be between 0.05 and 0.9 (the kernel keeps 5% for the rest)")
+    if not 0.1 <= options.period_ms <= 10:
+        parser.error("--period-ms must be between 0.1 and 10")
+    if options.command[:1] == ["--"]:
+        options.command = options.command[1:]
+    if options.spinner is None and not options.command:
+        parser.error("give the command to run after --")
+    return options
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    options = parse(sys.argv[1:] if argv is None else argv)
+    period_s = options.period_ms / 1000
+    if options.spinner is not None:
+        spin(options.spinner, options.steal, period_s)
+        return 0
+    try:
+        return run(options.command, options.steal, period_s)
+    except CannotSlow as problem:
+        print(f"bench.slow_cpu: {problem}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
