@@ -6,9 +6,11 @@ heavier load on a fast CPU is a poor stand-in: its callbacks stay short. This ma
 slower for everything that runs on it, the system measured, its database and the benchmark's
 own client alike: one spinner per core, pinned to it, at the lowest real-time priority (so it
 runs ahead of every ordinary process), busy for `steal` of each `period` and asleep for the
-rest. What is left of each core runs ordinary work at full speed in slices of the period; with
-a period of 1 ms a 2 ms callback takes about 5 ms of wall time at `--steal 0.6`, as on a CPU
-2.5 times slower.
+rest. What is left of each core runs ordinary work at full speed in slices of the period: at
+`--steal 0.6` a 2 ms callback takes up to 5 ms of wall time; a Python busy loop measures 1.9-2.2
+times slower here (a spinner's sleep and wake-up give some of its share back), about the
+slowest CPU met (docs/benchmarks.md, section 3p: section 3f's code gave 43.1 ms here against
+43.0 and 54.4 on AMD EPYC 23/1).
 
     sudo python -m bench.slow_cpu --steal 0.6 -- python -m bench.peers --workloads streaming
 
