@@ -34,6 +34,16 @@ from typing import Any
 
 DEFAULT_POLL_EVERY_S = 0.001
 
+# Every callback the loop runs goes through `_Lanes.append` and `popleft`: the deque's own
+# methods are called unbound (no `super()` object a call), and a future is known by its type
+# first (asyncio's C futures and tasks), `isfuture` only for anything else.
+_append = deque.append
+_popleft = deque.popleft
+_length = deque.__len__
+_FUTURE_TYPES = frozenset({asyncio.Future, asyncio.Task})
+_get_ident = threading.get_ident
+_monotonic = time.monotonic
+
 
 class _Lanes(deque[asyncio.Handle]):
     """The loop's ready queue: the normal lane (this deque) behind the urgent one."""
@@ -42,9 +52,10 @@ class _Lanes(deque[asyncio.Handle]):
         super().__init__()
         self.urgent: deque[asyncio.Handle] = deque()
         self._loop = loop
+        self._urgent_tasks = loop.urgent_tasks
         self._poll_every_s = poll_every_s
         self.polling = False  # the selector's callbacks are being queued
-        self.polled_at = time.monotonic()
+        self.polled_at = _monotonic()
         # The future whose callbacks are being queued, those in the normal lane, and whether
         # one went ahead (the rest follow it).
         self._future: object | None = None
@@ -52,25 +63,32 @@ class _Lanes(deque[asyncio.Handle]):
         self._future_urgent = False
 
     def append(self, handle: asyncio.Handle) -> None:
-        if handle.cancelled():  # a cancelled timer that came due: the loop skips it
-            super().append(handle)
+        # A cancelled timer that came due (the loop skips it), or a callback from another
+        # thread (`call_soon_threadsafe`): the normal lane, in order.
+        if handle._cancelled or _get_ident() != self._loop.thread_id:
+            _append(self, handle)
             return
-        if threading.get_ident() != self._loop.thread_id:
-            super().append(handle)  # call_soon_threadsafe: the normal lane, in order
-            return
-        args = handle._args  # a future's callbacks are called with the future alone
-        future = args[0] if len(args) == 1 and asyncio.isfuture(args[0]) else None
+        args = handle._args
+        future = None  # a future's callbacks are called with the future alone
+        if len(args) == 1 and (type(args[0]) in _FUTURE_TYPES or asyncio.isfuture(args[0])):
+            future = args[0]
         if future is None or future is not self._future:
             self._future, self._future_urgent = future, False
-            self._future_behind.clear()
-        if self.polling or self._future_urgent or self._wakes_urgent_task(handle):
-            self._move_ahead(self._future_behind)
+            if self._future_behind:
+                self._future_behind.clear()
+        if (
+            self.polling
+            or self._future_urgent
+            or (self._urgent_tasks and self._wakes_urgent_task(handle))
+        ):
+            if self._future_behind:
+                self._move_ahead(self._future_behind)
             self._future_urgent = future is not None
             self.urgent.append(handle)
             return
         if future is not None:
             self._future_behind.append(handle)
-        super().append(handle)
+        _append(self, handle)
 
     def _move_ahead(self, handles: list[asyncio.Handle]) -> None:
         """Move a future's callbacks from the normal lane to the urgent one, in their order."""
@@ -94,15 +112,15 @@ class _Lanes(deque[asyncio.Handle]):
     def _wakes_urgent_task(self, handle: asyncio.Handle) -> bool:
         callback = handle._callback  # type: ignore[attr-defined]
         task = getattr(callback, "__self__", None)  # a task's step or its wakeup
-        return isinstance(task, asyncio.Task) and task in self._loop.urgent_tasks
+        return isinstance(task, asyncio.Task) and task in self._urgent_tasks
 
     def popleft(self) -> asyncio.Handle:
         self._future = None  # callbacks queued from here on are another future's
-        if not self.urgent and time.monotonic() - self.polled_at >= self._poll_every_s:
+        if not self.urgent and _monotonic() - self.polled_at >= self._poll_every_s:
             self._loop.poll_now()
         if self.urgent:
             return self.urgent.popleft()
-        return super().popleft()
+        return _popleft(self)
 
     def clear(self) -> None:
         self.urgent.clear()
@@ -111,10 +129,10 @@ class _Lanes(deque[asyncio.Handle]):
         super().clear()
 
     def __len__(self) -> int:
-        return super().__len__() + len(self.urgent)
+        return _length(self) + len(self.urgent)
 
     def __bool__(self) -> bool:
-        return bool(self.urgent) or super().__len__() > 0
+        return bool(self.urgent) or _length(self) > 0
 
 
 class LanesLoop(asyncio.SelectorEventLoop):
