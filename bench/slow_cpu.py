@@ -18,7 +18,8 @@ A real-time policy needs CAP_SYS_NICE (root). The kernel keeps 5% of each second
 work whatever real-time threads ask (`kernel.sched_rt_runtime_us`), hence `--steal` at most
 0.9. Before the command, a busy loop is timed with and without the spinners: the slowdown
 measured is printed, and handed to the command in `BENCH_SLOW_CPU` (`bench.peers` records it
-beside the CPU's model).
+beside the CPU's model). `--slowdown 2.2` looks for the share that gives that slowdown first
+(a few seconds): what a share does moves with the host's own load.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from collections.abc import Sequence
 
 ENV = "BENCH_SLOW_CPU"
 REALTIME_PRIORITY = 1  # the lowest: ahead of every ordinary (SCHED_OTHER) thread
+DEFAULT_STEAL = 0.6
+MIN_STEAL, MAX_STEAL = 0.05, 0.9
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _PROBE = f"import os; os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param({REALTIME_PRIORITY}))"
 
@@ -101,7 +104,7 @@ class Spinners:
         self.procs.clear()
 
 
-def busy_loop_s(rounds: int = 3, n: int = 2_000_000) -> float:
+def busy_loop_s(rounds: int = 5, n: int = 1_000_000) -> float:
     """The median time of a pure-Python busy loop (what a slower CPU shows at once)."""
     times = []
     for _ in range(rounds):
@@ -113,10 +116,39 @@ def busy_loop_s(rounds: int = 3, n: int = 2_000_000) -> float:
     return sorted(times)[len(times) // 2]
 
 
-def run(command: Sequence[str], steal: float, period_s: float) -> int:
-    """`command` with the spinners running; its exit code."""
+def slowdown_with(steal: float, period_s: float, plain: float) -> float:
+    """How many times slower than `plain` the busy loop runs beside spinners taking `steal`."""
+    spinners = Spinners(steal, period_s)
+    spinners.start()
+    try:
+        return busy_loop_s() / plain
+    finally:
+        spinners.stop()
+
+
+def find_steal(target: float, period_s: float, plain: float, steps: int = 6) -> float:
+    """The share to take for a busy loop `target` times slower (bisection): the host's own load
+    changes what a given share does (1.9x to 2.6x at 0.6 on one machine in one afternoon), so a
+    run that must be compared with another asks for the slowdown, not the share."""
+    low, high = MIN_STEAL, MAX_STEAL
+    for _ in range(steps):
+        steal = (low + high) / 2
+        if slowdown_with(steal, period_s, plain) < target:
+            low = steal
+        else:
+            high = steal
+    return round((low + high) / 2, 3)
+
+
+def run(
+    command: Sequence[str], steal: float | None, period_s: float, target: float | None = None
+) -> int:
+    """`command` with the spinners running (taking `steal`, or the share found for `target`);
+    its exit code."""
     check_realtime()
     plain = busy_loop_s()
+    if steal is None:
+        steal = find_steal(target, period_s, plain) if target else DEFAULT_STEAL
     spinners = Spinners(steal, period_s)
     spinners.start()
     try:
@@ -131,6 +163,8 @@ def run(command: Sequence[str], steal: float, period_s: float) -> int:
         )
         env = dict(os.environ)
         env[ENV] = f"steal={steal} period_ms={period_s * 1000:g} slowdown={slowdown:.2f}"
+        if target:
+            env[ENV] += f" asked={target:g}"
         try:
             return subprocess.run(list(command), env=env, check=False).returncode
         except KeyboardInterrupt:
@@ -144,18 +178,29 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         prog="python -m bench.slow_cpu",
         description="Run a command with every core partly taken, as on a slower CPU.",
     )
-    parser.add_argument(
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument(
         "--steal",
         type=float,
-        default=0.6,
-        help="the share of each core taken, 0.05-0.9 (0.6: about 2.2x slower)",
+        help=f"the share of each core taken, {MIN_STEAL}-{MAX_STEAL} (default {DEFAULT_STEAL}: "
+        "about 2x slower)",
+    )
+    how.add_argument(
+        "--slowdown",
+        type=float,
+        help="find the share that makes a busy loop this many times slower, 1.1-10",
     )
     parser.add_argument("--period-ms", type=float, default=1.0, help="0.1-10")
     parser.add_argument("--spinner", type=int, help=argparse.SUPPRESS)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     options = parser.parse_args(list(argv))
-    if not 0.05 <= options.steal <= 0.9:
-        parser.error("--steal must be between 0.05 and 0.9 (the kernel keeps 5% for the rest)")
+    if options.steal is not None and not MIN_STEAL <= options.steal <= MAX_STEAL:
+        parser.error(
+            f"--steal must be between {MIN_STEAL} and {MAX_STEAL} "
+            "(the kernel keeps 5% for the rest)"
+        )
+    if options.slowdown is not None and not 1.1 <= options.slowdown <= 10:
+        parser.error("--slowdown must be between 1.1 and 10")
     if not 0.1 <= options.period_ms <= 10:
         parser.error("--period-ms must be between 0.1 and 10")
     if options.command[:1] == ["--"]:
@@ -169,10 +214,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = parse(sys.argv[1:] if argv is None else argv)
     period_s = options.period_ms / 1000
     if options.spinner is not None:
-        spin(options.spinner, options.steal, period_s)
+        spin(options.spinner, options.steal or DEFAULT_STEAL, period_s)
         return 0
     try:
-        return run(options.command, options.steal, period_s)
+        return run(options.command, options.steal, period_s, options.slowdown)
     except CannotSlow as problem:
         print(f"bench.slow_cpu: {problem}", file=sys.stderr)
         return 2

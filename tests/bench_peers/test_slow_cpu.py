@@ -66,6 +66,19 @@ def test_the_command_runs_beside_one_realtime_spinner_pinned_to_each_cpu() -> No
     assert _spinners_left() == []
 
 
+def test_asked_for_a_slowdown_it_finds_a_share_and_hands_both_on() -> None:
+    show = "import os; print(os.environ['BENCH_SLOW_CPU'])"
+
+    done = _run("--slowdown", "1.5", "--", sys.executable, "-c", show)
+
+    assert done.returncode == 0, done.stderr
+    fields = dict(field.split("=") for field in done.stdout.split())
+    assert fields["asked"] == "1.5"
+    assert slow_cpu.MIN_STEAL <= float(fields["steal"]) <= slow_cpu.MAX_STEAL
+    assert float(fields["slowdown"]) > 0
+    assert _spinners_left() == []
+
+
 def test_without_the_right_to_a_realtime_policy_it_says_so_and_runs_nothing(
     tmp_path: Path,
 ) -> None:
@@ -86,6 +99,10 @@ def test_out_of_range_settings_and_a_missing_command_are_refused() -> None:
     assert too_much.returncode == 2 and "--steal must be between 0.05 and 0.9" in too_much.stderr
     period = _run("--period-ms", "50", "--", "true")
     assert period.returncode == 2 and "--period-ms must be between 0.1 and 10" in period.stderr
+    both = _run("--steal", "0.5", "--slowdown", "2", "--", "true")
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr
+    slowdown = _run("--slowdown", "20", "--", "true")
+    assert slowdown.returncode == 2 and "--slowdown must be between 1.1 and 10" in slowdown.stderr
     nothing = _run("--steal", "0.5")
     assert nothing.returncode == 2 and "give the command to run after --" in nothing.stderr
 
