@@ -35,6 +35,7 @@ ENV = "BENCH_SLOW_CPU"
 REALTIME_PRIORITY = 1  # the lowest: ahead of every ordinary (SCHED_OTHER) thread
 DEFAULT_STEAL = 0.6
 MIN_STEAL, MAX_STEAL = 0.05, 0.9
+PARENT_CHECK_S = 0.1  # how often a spinner looks whether its parent is still there
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _PROBE = f"import os; os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param({REALTIME_PRIORITY}))"
 
@@ -44,13 +45,20 @@ class CannotSlow(RuntimeError):
 
 
 def spin(cpu: int, steal: float, period_s: float) -> None:
-    """A spinner's life: on `cpu`, busy for `steal` of every `period_s`, until killed."""
+    """A spinner's life: on `cpu`, busy for `steal` of every `period_s`, until killed or its
+    parent is gone (a real-time spinner left behind would take a core's share for good)."""
+    parent = os.getppid()
     os.sched_setaffinity(0, {cpu})
     os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(REALTIME_PRIORITY))
     clock = time.perf_counter
     busy = period_s * steal
+    checks_every = max(1, int(PARENT_CHECK_S / period_s))
     start = clock()
+    periods = 0
     while True:
+        periods += 1
+        if periods % checks_every == 0 and os.getppid() != parent:
+            return
         busy_until = start + busy
         while clock() < busy_until:
             pass

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,24 @@ def test_asked_for_a_slowdown_it_finds_a_share_and_hands_both_on() -> None:
     assert fields["asked"] == "1.5"
     assert slow_cpu.MIN_STEAL <= float(fields["steal"]) <= slow_cpu.MAX_STEAL
     assert float(fields["slowdown"]) > 0
+    assert _spinners_left() == []
+
+
+def test_the_spinners_end_when_their_parent_is_killed() -> None:
+    command = [sys.executable, "-m", "bench.slow_cpu", "--steal", "0.1", "--", "sleep", "20"]
+    parent = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE)
+    stderr = parent.stderr
+    assert stderr is not None
+    try:
+        stderr.readline()  # the slowdown line: the spinners run
+        assert len(_spinners_left()) == len(os.sched_getaffinity(0))
+    finally:
+        parent.kill()  # no clean-up of its own: the spinners must see it gone
+        parent.wait()
+        stderr.close()
+    deadline = time.monotonic() + 10
+    while _spinners_left() and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert _spinners_left() == []
 
 
