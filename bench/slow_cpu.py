@@ -12,14 +12,16 @@ times slower here (a spinner's sleep and wake-up give some of its share back), a
 slowest CPU met (docs/benchmarks.md, section 3p: section 3f's code gave 43.1 ms here against
 43.0 and 54.4 on AMD EPYC 23/1).
 
-    sudo python -m bench.slow_cpu --steal 0.6 -- python -m bench.peers --workloads streaming
+    sudo python -m bench.slow_cpu --busy-loop-ms 67 -- python -m bench.peers --workloads streaming
 
 A real-time policy needs CAP_SYS_NICE (root). The kernel keeps 5% of each second for ordinary
 work whatever real-time threads ask (`kernel.sched_rt_runtime_us`), hence `--steal` at most
 0.9. Before the command, a busy loop is timed with and without the spinners: the slowdown
 measured is printed, and handed to the command in `BENCH_SLOW_CPU` (`bench.peers` records it
 beside the CPU's model). `--slowdown 2.2` looks for the share that gives that slowdown first
-(a few seconds): what a share does moves with the host's own load.
+(a few seconds): what a share does moves with the host's own load, and so does the speed of the
+machine itself; `--busy-loop-ms 67` looks for the share that makes the busy loop (a million
+additions in Python, `busy_loop_s`) take that long: a fixed speed, whatever the host does.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ ENV = "BENCH_SLOW_CPU"
 REALTIME_PRIORITY = 1  # the lowest: ahead of every ordinary (SCHED_OTHER) thread
 DEFAULT_STEAL = 0.6
 MIN_STEAL, MAX_STEAL = 0.05, 0.9
+MIN_SLOWDOWN = 1.1
 PARENT_CHECK_S = 0.1  # how often a spinner looks whether its parent is still there
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _PROBE = f"import os; os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param({REALTIME_PRIORITY}))"
@@ -124,24 +127,24 @@ def busy_loop_s(rounds: int = 5, n: int = 1_000_000) -> float:
     return sorted(times)[len(times) // 2]
 
 
-def slowdown_with(steal: float, period_s: float, plain: float) -> float:
-    """How many times slower than `plain` the busy loop runs beside spinners taking `steal`."""
+def busy_loop_with(steal: float, period_s: float) -> float:
+    """The busy loop's time beside spinners taking `steal`."""
     spinners = Spinners(steal, period_s)
     spinners.start()
     try:
-        return busy_loop_s() / plain
+        return busy_loop_s()
     finally:
         spinners.stop()
 
 
-def find_steal(target: float, period_s: float, plain: float, steps: int = 6) -> float:
-    """The share to take for a busy loop `target` times slower (bisection): the host's own load
-    changes what a given share does (1.9x to 2.6x at 0.6 on one machine in one afternoon), so a
-    run that must be compared with another asks for the slowdown, not the share."""
+def find_steal(loop_s: float, period_s: float, steps: int = 6) -> float:
+    """The share to take for a busy loop of `loop_s` (bisection): the host's own load changes
+    what a given share does (1.9x to 2.6x at 0.6 on one machine in one afternoon), so a run that
+    must be compared with another asks for a speed, not a share."""
     low, high = MIN_STEAL, MAX_STEAL
     for _ in range(steps):
         steal = (low + high) / 2
-        if slowdown_with(steal, period_s, plain) < target:
+        if busy_loop_with(steal, period_s) < loop_s:
             low = steal
         else:
             high = steal
@@ -149,14 +152,25 @@ def find_steal(target: float, period_s: float, plain: float, steps: int = 6) -> 
 
 
 def run(
-    command: Sequence[str], steal: float | None, period_s: float, target: float | None = None
+    command: Sequence[str],
+    steal: float | None,
+    period_s: float,
+    target: float | None = None,
+    loop_ms: float | None = None,
 ) -> int:
-    """`command` with the spinners running (taking `steal`, or the share found for `target`);
-    its exit code."""
+    """`command` with the spinners running (taking `steal`, or the share found for a slowdown
+    of `target`, or for a busy loop of `loop_ms`); its exit code."""
     check_realtime()
     plain = busy_loop_s()
-    if steal is None:
-        steal = find_steal(target, period_s, plain) if target else DEFAULT_STEAL
+    if loop_ms is not None and loop_ms / 1000 < plain * MIN_SLOWDOWN:
+        raise CannotSlow(
+            f"the busy loop takes {plain * 1000:.0f} ms here already: too close to the "
+            f"{loop_ms:g} ms asked to slow it down"
+        )
+    if steal is None and (loop_ms is not None or target is not None):
+        wanted_s = loop_ms / 1000 if loop_ms is not None else plain * (target or 1)
+        steal = find_steal(wanted_s, period_s)
+    steal = DEFAULT_STEAL if steal is None else steal
     spinners = Spinners(steal, period_s)
     spinners.start()
     try:
@@ -171,7 +185,9 @@ def run(
         )
         env = dict(os.environ)
         env[ENV] = f"steal={steal} period_ms={period_s * 1000:g} slowdown={slowdown:.2f}"
-        if target:
+        if loop_ms is not None:
+            env[ENV] += f" busy_loop_ms={slowed * 1000:.0f} asked_ms={loop_ms:g}"
+        elif target:
             env[ENV] += f" asked={target:g}"
         try:
             return subprocess.run(list(command), env=env, check=False).returncode
@@ -198,6 +214,12 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         type=float,
         help="find the share that makes a busy loop this many times slower, 1.1-10",
     )
+    how.add_argument(
+        "--busy-loop-ms",
+        type=float,
+        help="find the share that makes the busy loop take this long: a speed that does not "
+        "move with the host's load (AMD EPYC 23/1: about 67, section 3p)",
+    )
     parser.add_argument("--period-ms", type=float, default=1.0, help="0.1-10")
     parser.add_argument("--spinner", type=int, help=argparse.SUPPRESS)
     parser.add_argument("command", nargs=argparse.REMAINDER)
@@ -207,8 +229,10 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
             f"--steal must be between {MIN_STEAL} and {MAX_STEAL} "
             "(the kernel keeps 5% for the rest)"
         )
-    if options.slowdown is not None and not 1.1 <= options.slowdown <= 10:
-        parser.error("--slowdown must be between 1.1 and 10")
+    if options.slowdown is not None and not MIN_SLOWDOWN <= options.slowdown <= 10:
+        parser.error(f"--slowdown must be between {MIN_SLOWDOWN} and 10")
+    if options.busy_loop_ms is not None and not 1 <= options.busy_loop_ms <= 10_000:
+        parser.error("--busy-loop-ms must be between 1 and 10000")
     if not 0.1 <= options.period_ms <= 10:
         parser.error("--period-ms must be between 0.1 and 10")
     if options.command[:1] == ["--"]:
@@ -225,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         spin(options.spinner, options.steal or DEFAULT_STEAL, period_s)
         return 0
     try:
-        return run(options.command, options.steal, period_s, options.slowdown)
+        return run(options.command, options.steal, period_s, options.slowdown, options.busy_loop_ms)
     except CannotSlow as problem:
         print(f"bench.slow_cpu: {problem}", file=sys.stderr)
         return 2

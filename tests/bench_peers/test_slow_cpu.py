@@ -80,6 +80,13 @@ def test_asked_for_a_slowdown_it_finds_a_share_and_hands_both_on() -> None:
     assert _spinners_left() == []
 
 
+def test_a_busy_loop_it_cannot_reach_by_slowing_is_refused() -> None:
+    done = _run("--busy-loop-ms", "1", "--", "touch", "/nonexistent/never")
+    assert done.returncode == 2
+    assert "too close to the 1 ms asked to slow it down" in done.stderr
+    assert _spinners_left() == []
+
+
 def test_the_spinners_end_when_their_parent_is_killed() -> None:
     command = [sys.executable, "-m", "bench.slow_cpu", "--steal", "0.1", "--", "sleep", "20"]
     parent = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE)
@@ -122,6 +129,8 @@ def test_out_of_range_settings_and_a_missing_command_are_refused() -> None:
     assert both.returncode == 2 and "not allowed with argument" in both.stderr
     slowdown = _run("--slowdown", "20", "--", "true")
     assert slowdown.returncode == 2 and "--slowdown must be between 1.1 and 10" in slowdown.stderr
+    loop = _run("--busy-loop-ms", "0", "--", "true")
+    assert loop.returncode == 2 and "--busy-loop-ms must be between 1 and 10000" in loop.stderr
     nothing = _run("--steal", "0.5")
     assert nothing.returncode == 2 and "give the command to run after --" in nothing.stderr
 
