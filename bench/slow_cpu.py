@@ -18,10 +18,10 @@ A real-time policy needs CAP_SYS_NICE (root). The kernel keeps 5% of each second
 work whatever real-time threads ask (`kernel.sched_rt_runtime_us`), hence `--steal` at most
 0.9. Before the command, a busy loop is timed with and without the spinners: the slowdown
 measured is printed, and handed to the command in `BENCH_SLOW_CPU` (`bench.peers` records it
-beside the CPU's model). `--slowdown 2.2` looks for the share that gives that slowdown first
-(a few seconds): what a share does moves with the host's own load, and so does the speed of the
-machine itself; `--busy-loop-ms 67` looks for the share that makes the busy loop (a million
-additions in Python, `busy_loop_s`) take that long: a fixed speed, whatever the host does.
+beside the CPU's model). What a share does moves with the host's own load, and so does the
+speed of the machine itself: `--busy-loop-ms 67` looks for the share that makes the busy loop (a
+million additions in Python, `busy_loop_s`) take that long first (a few seconds): a fixed speed,
+whatever the host does.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ ENV = "BENCH_SLOW_CPU"
 REALTIME_PRIORITY = 1  # the lowest: ahead of every ordinary (SCHED_OTHER) thread
 DEFAULT_STEAL = 0.6
 MIN_STEAL, MAX_STEAL = 0.05, 0.9
-MIN_SLOWDOWN = 1.1
+MIN_SLOWDOWN = 1.1  # `--busy-loop-ms` must ask for at least this much slower than the loop now
 PARENT_CHECK_S = 0.1  # how often a spinner looks whether its parent is still there
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _PROBE = f"import os; os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param({REALTIME_PRIORITY}))"
@@ -139,8 +139,8 @@ def busy_loop_with(steal: float, period_s: float) -> float:
 
 def find_steal(loop_s: float, period_s: float, steps: int = 6) -> float:
     """The share to take for a busy loop of `loop_s` (bisection): the host's own load changes
-    what a given share does (1.9x to 2.6x at 0.6 on one machine in one afternoon), so a run that
-    must be compared with another asks for a speed, not a share."""
+    what a given share does (1.5x to 2.6x slower at 0.6 on one machine in one afternoon), so a
+    run that must be compared with another asks for a speed, not a share."""
     low, high = MIN_STEAL, MAX_STEAL
     for _ in range(steps):
         steal = (low + high) / 2
@@ -151,26 +151,20 @@ def find_steal(loop_s: float, period_s: float, steps: int = 6) -> float:
     return round((low + high) / 2, 3)
 
 
-def run(
-    command: Sequence[str],
-    steal: float | None,
-    period_s: float,
-    target: float | None = None,
-    loop_ms: float | None = None,
-) -> int:
-    """`command` with the spinners running (taking `steal`, or the share found for a slowdown
-    of `target`, or for a busy loop of `loop_ms`); its exit code."""
+def run(command: Sequence[str], steal: float | None, period_s: float, loop_ms: float | None) -> int:
+    """`command` with the spinners running (taking `steal`, or the share found for a busy loop
+    of `loop_ms`, else the default share); its exit code."""
     check_realtime()
     plain = busy_loop_s()
-    if loop_ms is not None and loop_ms / 1000 < plain * MIN_SLOWDOWN:
-        raise CannotSlow(
-            f"the busy loop takes {plain * 1000:.0f} ms here already: too close to the "
-            f"{loop_ms:g} ms asked to slow it down"
-        )
-    if steal is None and (loop_ms is not None or target is not None):
-        wanted_s = loop_ms / 1000 if loop_ms is not None else plain * (target or 1)
-        steal = find_steal(wanted_s, period_s)
-    steal = DEFAULT_STEAL if steal is None else steal
+    if loop_ms is not None:
+        if loop_ms / 1000 < plain * MIN_SLOWDOWN:
+            raise CannotSlow(
+                f"the busy loop takes {plain * 1000:.0f} ms here already: too close to the "
+                f"{loop_ms:g} ms asked to slow it down"
+            )
+        steal = find_steal(loop_ms / 1000, period_s)
+    if steal is None:
+        steal = DEFAULT_STEAL
     spinners = Spinners(steal, period_s)
     spinners.start()
     try:
@@ -185,10 +179,9 @@ def run(
         )
         env = dict(os.environ)
         env[ENV] = f"steal={steal} period_ms={period_s * 1000:g} slowdown={slowdown:.2f}"
+        env[ENV] += f" busy_loop_ms={slowed * 1000:.0f}"
         if loop_ms is not None:
-            env[ENV] += f" busy_loop_ms={slowed * 1000:.0f} asked_ms={loop_ms:g}"
-        elif target:
-            env[ENV] += f" asked={target:g}"
+            env[ENV] += f" asked_ms={loop_ms:g}"
         try:
             return subprocess.run(list(command), env=env, check=False).returncode
         except KeyboardInterrupt:
@@ -210,11 +203,6 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         "about 2x slower)",
     )
     how.add_argument(
-        "--slowdown",
-        type=float,
-        help="find the share that makes a busy loop this many times slower, 1.1-10",
-    )
-    how.add_argument(
         "--busy-loop-ms",
         type=float,
         help="find the share that makes the busy loop take this long: a speed that does not "
@@ -229,8 +217,6 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
             f"--steal must be between {MIN_STEAL} and {MAX_STEAL} "
             "(the kernel keeps 5% for the rest)"
         )
-    if options.slowdown is not None and not MIN_SLOWDOWN <= options.slowdown <= 10:
-        parser.error(f"--slowdown must be between {MIN_SLOWDOWN} and 10")
     if options.busy_loop_ms is not None and not 1 <= options.busy_loop_ms <= 10_000:
         parser.error("--busy-loop-ms must be between 1 and 10000")
     if not 0.1 <= options.period_ms <= 10:
@@ -249,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         spin(options.spinner, options.steal or DEFAULT_STEAL, period_s)
         return 0
     try:
-        return run(options.command, options.steal, period_s, options.slowdown, options.busy_loop_ms)
+        return run(options.command, options.steal, period_s, options.busy_loop_ms)
     except CannotSlow as problem:
         print(f"bench.slow_cpu: {problem}", file=sys.stderr)
         return 2
