@@ -129,6 +129,7 @@ def streaming_section(results: dict[str, Any], verdicts: list[Verdict]) -> list[
                     str(run.get("round", i + 1)),
                     DB_NAMES[database],
                     run.get("load", "-"),
+                    f"{run['busy_loop_ms']:.0f}" if "busy_loop_ms" in run else "-",
                     f"{rd.median['pressloop']:.1f} / {rd.p99['pressloop']:.1f}",
                     f"{_name(rd.best_key)} {rd.best_p99:.1f}" if rd.best_key else "-",
                     f"{_div(rd.p99['pressloop'], rd.best_p99):.2f}x" if rd.best_key else "-",
@@ -152,13 +153,16 @@ def streaming_section(results: dict[str, Any], verdicts: list[Verdict]) -> list[
     head += [f"server CPU a turn (ms), {what}", "server peak RSS (MiB)"]
     out = [table(head, rows)]
     if repeats > 1 and by_round:
-        round_head = ["round", "database", "load average at its start", "Pressloop median / p99"]
+        round_head = ["round", "database", "load average at its start"]
+        round_head += ["busy loop at its start (ms)", "Pressloop median / p99"]
         round_head += ["best peer p99", "Pressloop p99 / best peer p99", "best peer median"]
         round_head += ["Pressloop median / best peer median"]
         round_head += [f"{name} median / p99" for name in FLOORS.values()]
         out += [
             "",
-            "Each round (every system once, in a turning order):",
+            "Each round (every system once, in a turning order; the busy loop, a million "
+            "additions in Python timed just before Pressloop's case, says how fast a core was: "
+            "repeats whose busy loops differ much were not measured on the same machine):",
             "",
             table(round_head, by_round),
         ]

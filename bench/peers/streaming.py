@@ -233,10 +233,30 @@ async def interleaved(
         order = keys[shift:] + keys[:shift]
         for position, key in enumerate(order, start=1):
             load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
-            log(f"streaming on {database}: round {number}/{repeats}, {key} (load {load})")
+            speed = machine_speed_ms()
+            log(
+                f"streaming on {database}: round {number}/{repeats}, {key} "
+                f"(load {load}, busy loop {speed:.0f} ms)"
+            )
             result = await stream_system(ctx, key, database, streams, round_=number)
-            out[key].append({**result, "round": number, "position": position, "load": load})
+            out[key].append(
+                {
+                    **result,
+                    "round": number,
+                    "position": position,
+                    "load": load,
+                    "busy_loop_ms": speed,
+                }
+            )
     return out
+
+
+def machine_speed_ms() -> float:
+    """The machine's speed just before a case: `bench.slow_cpu`'s busy loop (a million
+    additions in Python, median of 3), in ms. The load average says how many wanted a core; this
+    says how fast a core was, which a shared host moves by 2x within minutes (benchmarks.md,
+    sections 3p-3q): repeats whose busy loops differ were not measured on the same machine."""
+    return slow_cpu.busy_loop_s(rounds=3) * 1000
 
 
 async def stream_system(

@@ -97,3 +97,23 @@ def test_the_server_cpu_counts_its_serving_processes() -> None:
             assert streaming.served_cpu_s(os.getpid()) - before >= 0.35
         finally:
             child.kill()
+
+
+def test_each_round_shows_how_fast_the_machine_was_before_it() -> None:
+    """A shared host's speed moves within minutes: each round's row names the busy loop timed
+    before Pressloop's case, so repeats measured on a slower machine show as such."""
+    runs = [
+        {**_run([1.0, 2.0, 3.0]), "serving": "pressloop", "round": n, "busy_loop_ms": ms}
+        for n, ms in ((1, 64.2), (2, 127.0))
+    ]
+    peer = [{**_run([5.0, 6.0, 7.0]), "round": n} for n in (1, 2)]
+    text = "\n".join(
+        report_streaming.streaming_section({"sqlite": {"pressloop": runs, "pydantic-ai": peer}}, [])
+    )
+    assert "busy loop at its start (ms)" in text
+    rows = [line for line in text.splitlines() if line.startswith(("| 1 |", "| 2 |"))]
+    assert len(rows) == 2 and "| 64 |" in rows[0] and "| 127 |" in rows[1]
+
+
+def test_the_machine_speed_is_a_busy_loop_in_milliseconds() -> None:
+    assert 1.0 < streaming.machine_speed_ms() < 10_000.0
