@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pressloop.contracts import ActionOutcome, Risk, RunStatus, StepStatus
 from pressloop.store.ids import new_id
 from pressloop.store.ledger import LedgerStep, fate_of, record_settled
-from pressloop.store.schema import action_ledger, approvals, runs
+from pressloop.store.schema import UTCDateTime, action_ledger, approvals, runs
 
 PENDING = "pending"
 DECIDED = ("approved", "rejected", "expired", "cancelled")
@@ -181,23 +181,34 @@ async def decide(
     return record
 
 
+# Every worker's maintenance runs these two on every poll (built once, store/db.py).
+_NOW = sa.bindparam("b_now", type_=UTCDateTime)
+_EXPIRE_DUE = (
+    sa.update(approvals)
+    .where(approvals.c.status == PENDING, approvals.c.expires_at <= _NOW)
+    .values(
+        status="expired", decided_by="expiry", note="expired without a decision", decided_at=_NOW
+    )
+    .returning(*approvals.c)
+)
+_CLOSE_CANCELLED = (
+    sa.update(approvals)
+    .where(
+        approvals.c.status == PENDING,
+        approvals.c.run_id.in_(
+            sa.select(runs.c.id).where(runs.c.status == RunStatus.CANCELLED.value)
+        ),
+    )
+    .values(status="cancelled", decided_by="cancel", note=CANCELLED_NOTE, decided_at=_NOW)
+    .returning(*approvals.c)
+)
+
+
 async def expire_due(conn: AsyncConnection, *, now: datetime) -> list[ApprovalRecord]:
     """Turn every pending approval past its expiry into `expired` (a reject) and requeue its
     run, so no forgotten approval blocks a thread forever (and close those of cancelled runs)."""
     await close_cancelled(conn, now=now)
-    rows = (
-        await conn.execute(
-            sa.update(approvals)
-            .where(approvals.c.status == PENDING, approvals.c.expires_at <= now)
-            .values(
-                status="expired",
-                decided_by="expiry",
-                note="expired without a decision",
-                decided_at=now,
-            )
-            .returning(*approvals.c)
-        )
-    ).all()
+    rows = (await conn.execute(_EXPIRE_DUE, {"b_now": now})).all()
     expired = [_record(r) for r in rows]
     for record in expired:
         await _requeue_run(conn, record.run_id, now)
@@ -207,15 +218,7 @@ async def expire_due(conn: AsyncConnection, *, now: datetime) -> list[ApprovalRe
 async def close_cancelled(conn: AsyncConnection, *, now: datetime) -> list[ApprovalRecord]:
     """Close the pending approvals of cancelled runs as `cancelled`: nobody can decide them any
     more. The ledger gets the step's fate, as it does for every step."""
-    cancelled = sa.select(runs.c.id).where(runs.c.status == RunStatus.CANCELLED.value)
-    rows = (
-        await conn.execute(
-            sa.update(approvals)
-            .where(approvals.c.status == PENDING, approvals.c.run_id.in_(cancelled))
-            .values(status="cancelled", decided_by="cancel", note=CANCELLED_NOTE, decided_at=now)
-            .returning(*approvals.c)
-        )
-    ).all()
+    rows = (await conn.execute(_CLOSE_CANCELLED, {"b_now": now})).all()
     closed = [_record(r) for r in rows]
     for record in closed:
         if record.risk == "read":

@@ -76,7 +76,7 @@ _CLAIM_ONE = (
 )
 
 
-def _claimable(now: datetime, run_id: str | None, limit: int) -> sa.Select[Any]:
+def _claimable(now: Any, run_id: str | None, limit: Any) -> sa.Select[Any]:
     """Queued runs that may start now: due, and next on their thread (so the thread is idle
     and the candidates are all on different threads)."""
     query = (
@@ -91,6 +91,12 @@ def _claimable(now: datetime, run_id: str | None, limit: int) -> sa.Select[Any]:
     return query
 
 
+# Every worker looks for candidates on every poll, idle or not (`Worker.tick`): the statement
+# is built once (store/db.py), in both forms (PostgreSQL hands each candidate to one worker).
+_CANDIDATES = _claimable(_NOW, None, sa.bindparam("b_limit"))
+_CANDIDATES_LOCKED = _CANDIDATES.with_for_update(skip_locked=True, of=runs)
+
+
 async def claim_runs(
     conn: AsyncConnection,
     *,
@@ -103,10 +109,16 @@ async def claim_runs(
 ) -> list[Claim]:
     """Take up to `limit` runnable runs (or exactly `run_id`) with fresh leases, in one
     transaction; an empty list if none is free (see `_update` for `savepoint`)."""
-    query = _claimable(now, run_id, limit)
-    if conn.dialect.name == "postgresql":
-        query = query.with_for_update(skip_locked=True, of=runs)
-    chosen = list((await conn.execute(query)).scalars())
+    postgres = conn.dialect.name == "postgresql"
+    if run_id is None:
+        query = _CANDIDATES_LOCKED if postgres else _CANDIDATES
+        params: dict[str, Any] | None = {"b_now": now, "b_limit": limit}
+    else:
+        query = _claimable(now, run_id, limit)
+        if postgres:
+            query = query.with_for_update(skip_locked=True, of=runs)
+        params = None
+    chosen = list((await conn.execute(query, params)).scalars())
     if not chosen:
         return []
     rows = await _update(
@@ -186,44 +198,46 @@ async def reclaim_expired(conn: AsyncConnection, *, now: datetime) -> list[str]:
     return [run_id for run_id, _trigger in (await reclaim_expired_runs(conn, now=now)).requeued]
 
 
+# Requeueing the runs whose lease expired: every worker's maintenance, on every poll (built once,
+# store/db.py). Out of attempts, a run is dead: no retry comes (a person may requeue it).
+_EXPIRED = sa.and_(runs.c.status == RunStatus.RUNNING.value, runs.c.lease_expires_at < _NOW)
+_LEASE_LOST = ErrorInfo(
+    cls="LeaseExpired",
+    message="the worker running this run stopped (its lease expired) on every attempt",
+    retryable=False,
+)
+_DEAD_ON_EXPIRY = (
+    sa.update(runs)
+    .where(_EXPIRED, runs.c.attempt >= runs.c.max_attempts)
+    .values(
+        status=RunStatus.DEAD.value,
+        lease_owner=None,
+        lease_expires_at=None,
+        error=_LEASE_LOST.model_dump(),
+        finished_at=_NOW,
+        updated_at=_NOW,
+    )
+    .returning(runs.c.id, runs.c.trigger)
+)
+_REQUEUED_ON_EXPIRY = (
+    sa.update(runs)
+    .where(_EXPIRED)
+    .values(
+        status=RunStatus.QUEUED.value,
+        lease_owner=None,
+        lease_expires_at=None,
+        attempt=runs.c.attempt + 1,
+        not_before=_NOW,
+        updated_at=_NOW,
+    )
+    .returning(runs.c.id, runs.c.trigger)
+)
+
+
 async def reclaim_expired_runs(conn: AsyncConnection, *, now: datetime) -> Reclaimed:
     """`reclaim_expired`, telling which runs were requeued and which dead-lettered."""
-    expired = sa.and_(runs.c.status == RunStatus.RUNNING.value, runs.c.lease_expires_at < now)
-    lost = ErrorInfo(
-        cls="LeaseExpired",
-        message="the worker running this run stopped (its lease expired) on every attempt",
-        retryable=False,  # dead: no retry comes (a person may requeue it)
-    )
-    dead = (
-        await conn.execute(
-            sa.update(runs)
-            .where(expired, runs.c.attempt >= runs.c.max_attempts)
-            .values(
-                status=RunStatus.DEAD.value,
-                lease_owner=None,
-                lease_expires_at=None,
-                error=lost.model_dump(),
-                finished_at=now,
-                updated_at=now,
-            )
-            .returning(runs.c.id, runs.c.trigger)
-        )
-    ).all()
-    requeued = (
-        await conn.execute(
-            sa.update(runs)
-            .where(expired)
-            .values(
-                status=RunStatus.QUEUED.value,
-                lease_owner=None,
-                lease_expires_at=None,
-                attempt=runs.c.attempt + 1,
-                not_before=now,
-                updated_at=now,
-            )
-            .returning(runs.c.id, runs.c.trigger)
-        )
-    ).all()
+    dead = (await conn.execute(_DEAD_ON_EXPIRY, {"b_now": now})).all()
+    requeued = (await conn.execute(_REQUEUED_ON_EXPIRY, {"b_now": now})).all()
     return Reclaimed(
         requeued=[(row.id, row.trigger) for row in requeued],
         dead=[(row.id, row.trigger) for row in dead],
