@@ -18,15 +18,12 @@ from pressloop.contracts import (
     Event,
     EventType,
     Message,
-    Policy,
     Role,
     RunStatus,
-    Trigger,
     TurnResult,
     TurnStatus,
     Usage,
 )
-from pressloop.store import agents as agent_store
 from pressloop.store import claims as claim_store
 from pressloop.store import events as event_store
 from pressloop.store import run_finish
@@ -38,6 +35,7 @@ from pressloop.store.notify import CHANNEL, listen_url
 from pressloop.store.records import Claim
 from pressloop.store.run_writes import FinishWrite, RunWrite
 from pressloop.store.schema import runs
+from tests.support.queued_runs import queue_runs
 
 NOW = datetime(2026, 12, 4, 12, tzinfo=UTC)
 TTL_S = 30.0
@@ -45,19 +43,8 @@ TTL_S = 30.0
 
 async def _claimed(database: Database, count: int) -> list[Claim]:
     async with database.write() as conn:
-        agent = await agent_store.ensure_agent(conn, now=NOW)
         claims = []
-        for n in range(count):
-            thread = await thread_store.create_thread(conn, agent_id=agent.id, now=NOW)
-            run, _ = await run_store.create_run(
-                conn,
-                thread_id=thread.id,
-                agent_id=agent.id,
-                trigger=Trigger.API,
-                input=f"turn {n}",
-                policy=Policy(),
-                now=NOW,
-            )
+        for run in await queue_runs(conn, count, now=NOW):
             claim = await claim_store.claim_run(
                 conn, owner="me", ttl_s=TTL_S, now=NOW, run_id=run.id
             )

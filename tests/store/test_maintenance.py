@@ -8,13 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
 
-from pressloop.contracts import Policy, RunStatus, Trigger
-from pressloop.store import agents as agent_store
+from pressloop.contracts import RunStatus
 from pressloop.store import claims as claim_store
-from pressloop.store import runs as run_store
-from pressloop.store import threads as thread_store
 from pressloop.store.db import Database
 from pressloop.store.schema import runs
+from tests.support.queued_runs import queue_runs
 
 NOW = datetime(2026, 12, 5, 12, tzinfo=UTC)
 TTL_S = 30.0
@@ -22,23 +20,9 @@ TTL_S = 30.0
 
 async def _queue(database: Database, count: int, *, max_attempts: int = 5) -> list[str]:
     """`count` queued runs, each on a thread of its own, due now."""
-    made = []
     async with database.write() as conn:
-        agent = await agent_store.ensure_agent(conn, now=NOW)
-        for _ in range(count):
-            thread = await thread_store.create_thread(conn, agent_id=agent.id, now=NOW)
-            run, _created = await run_store.create_run(
-                conn,
-                thread_id=thread.id,
-                agent_id=agent.id,
-                trigger=Trigger.CHAT,
-                input="hello",
-                policy=Policy(),
-                now=NOW,
-                max_attempts=max_attempts,
-            )
-            made.append(run.id)
-    return made
+        queued = await queue_runs(conn, count, now=NOW, max_attempts=max_attempts)
+    return [run.id for run in queued]
 
 
 async def _claim(database: Database, *, now: datetime, limit: int) -> list[str]:
