@@ -61,7 +61,7 @@ def _claimed(owner: Any, expires: Any, now: Any) -> dict[str, Any]:
 
 
 # The chat path claims one named run per turn: its statement is built once (store/db.py). The
-# UPDATE locks the row itself, and the conditions are those of `_claimable`.
+# UPDATE locks the row itself, and the conditions are those of `_CANDIDATES`.
 _NOW = sa.bindparam("b_now", type_=UTCDateTime)
 _CLAIM_ONE = (
     sa.update(runs)
@@ -76,24 +76,17 @@ _CLAIM_ONE = (
 )
 
 
-def _claimable(now: Any, run_id: str | None, limit: Any) -> sa.Select[Any]:
-    """Queued runs that may start now: due, and next on their thread (so the thread is idle
-    and the candidates are all on different threads)."""
-    query = (
-        sa.select(runs.c.id)
-        .where(runs.c.status == RunStatus.QUEUED.value, runs.c.not_before <= now)
-        .where(runs.c.id == _head_of_thread())
-        .order_by(runs.c.not_before, runs.c.created_at, runs.c.id)
-        .limit(limit)
-    )
-    if run_id is not None:
-        query = query.where(runs.c.id == run_id)
-    return query
-
-
-# Every worker looks for candidates on every poll, idle or not (`Worker.tick`): the statement
-# is built once (store/db.py), in both forms (PostgreSQL hands each candidate to one worker).
-_CANDIDATES = _claimable(_NOW, None, sa.bindparam("b_limit"))
+# Queued runs that may start now: due, and next on their thread (so the thread is idle and the
+# candidates are all on different threads). Every worker looks for them on every poll, idle or
+# not (`Worker.tick`): the statement is built once (store/db.py), in both forms (PostgreSQL
+# hands each candidate to one worker).
+_CANDIDATES = (
+    sa.select(runs.c.id)
+    .where(runs.c.status == RunStatus.QUEUED.value, runs.c.not_before <= _NOW)
+    .where(runs.c.id == _head_of_thread())
+    .order_by(runs.c.not_before, runs.c.created_at, runs.c.id)
+    .limit(sa.bindparam("b_limit"))
+)
 _CANDIDATES_LOCKED = _CANDIDATES.with_for_update(skip_locked=True, of=runs)
 
 
@@ -104,20 +97,12 @@ async def claim_runs(
     ttl_s: float,
     now: datetime,
     limit: int = 1,
-    run_id: str | None = None,
     savepoint: bool = True,
 ) -> list[Claim]:
-    """Take up to `limit` runnable runs (or exactly `run_id`) with fresh leases, in one
-    transaction; an empty list if none is free (see `_update` for `savepoint`)."""
-    postgres = conn.dialect.name == "postgresql"
-    if run_id is None:
-        query = _CANDIDATES_LOCKED if postgres else _CANDIDATES
-        params: dict[str, Any] | None = {"b_now": now, "b_limit": limit}
-    else:
-        query = _claimable(now, run_id, limit)
-        if postgres:
-            query = query.with_for_update(skip_locked=True, of=runs)
-        params = None
+    """Take up to `limit` runnable runs with fresh leases, in one transaction; an empty list if
+    none is free (see `_update` for `savepoint`). A named run: `claim_run`."""
+    query = _CANDIDATES_LOCKED if conn.dialect.name == "postgresql" else _CANDIDATES
+    params = {"b_now": now, "b_limit": limit}
     chosen = list((await conn.execute(query, params)).scalars())
     if not chosen:
         return []
