@@ -44,6 +44,7 @@ async def run_worker(
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     worker = service.start_worker(concurrency)
+    service.start_listener()  # PostgreSQL: a run another process queued starts at once
     if scheduler:
         service.start_scheduler()
     log.info("worker %s started (concurrency %d)", service.runner.owner, worker.concurrency)

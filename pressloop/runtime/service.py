@@ -39,7 +39,8 @@ from pressloop.runtime.worker import Worker
 from pressloop.store import agents as agent_store
 from pressloop.store import migrate
 from pressloop.store.db import Database
-from pressloop.store.notify import Listener
+from pressloop.store.notify import CHANNEL as EVENTS_CHANNEL
+from pressloop.store.notify import RUNS_CHANNEL, Listener
 
 log = logging.getLogger(__name__)
 
@@ -143,18 +144,27 @@ class Service(ServiceRuns, OverviewReads, ServiceAdmin):
         return self.worker
 
     def start_listener(self) -> Listener | None:
-        """Wake this process's readers of runs other processes run (PostgreSQL's NOTIFY; SQLite
-        readers poll). What `pressloop serve` does."""
+        """Wake this process's readers of runs other processes run, and its worker when another
+        process leaves a run claimable (PostgreSQL's NOTIFY; on SQLite readers and workers
+        poll). What `pressloop serve` and `pressloop worker` do."""
         if self.database.is_sqlite:
             return None
 
-        def wake(run_id: str) -> None:
+        def wake_readers(run_id: str) -> None:
             # A run running here publishes its events on the bus already.
             if not self.runner.runs_here(run_id):
                 self.bus.notify(run_id)
 
-        listener = Listener(self.settings.resolved_database_url(), wake)
-        self._keep(asyncio.create_task(listener.run_forever(), name="event-listener"))
+        def wake_worker(_payload: str = "") -> None:
+            if self.worker is not None:
+                self.worker.notice_claimable()
+
+        listener = Listener(
+            self.settings.resolved_database_url(),
+            {EVENTS_CHANNEL: wake_readers, RUNS_CHANNEL: wake_worker},
+            on_listening=wake_worker,
+        )
+        self._keep(asyncio.create_task(listener.run_forever(), name="listener"))
         return listener
 
     def start_scheduler(self) -> Scheduler:

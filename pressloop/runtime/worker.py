@@ -1,7 +1,9 @@
 """A worker: claims queued runs and runs up to `concurrency` of them at once (asyncio tasks).
 
 Many workers (in one process or many, on many machines) can share one PostgreSQL: claims use
-`FOR UPDATE SKIP LOCKED`, and the partial unique index keeps one running run per thread.
+`FOR UPDATE SKIP LOCKED`, and the partial unique index keeps one running run per thread. A
+worker looks for runs every `poll_s`, at once when its process queues one or one of its runs
+ends, and, on PostgreSQL, when another process leaves a run claimable (`notice_claimable`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,12 @@ class Worker:
     def wake(self) -> None:
         """Look for work now instead of at the next poll (a run was just queued)."""
         self._asked = True
+        self._wake.set()
+
+    def notice_claimable(self) -> None:
+        """Another process left a run claimable (PostgreSQL's NOTIFY, `store/notify.py`): claim
+        now. Only claim: many notifications a second must not each cost a maintenance write,
+        which keeps its own pace (`_maintenance_due`)."""
         self._wake.set()
 
     def _slot_freed(self, task: asyncio.Task[Any]) -> None:
