@@ -10,6 +10,10 @@ machine). On PostgreSQL the commit that queues the run notifies the listening wo
 (`store/notify.py`); on SQLite the worker finds it at its next poll: the row beside it is what
 the poll alone gives.
 
+Then the worker is left idle for `--idle` seconds: the SQL statements it sends meanwhile (its
+looks, counted inside it by `bench/noop_pack.py`'s hook, `PRESSLOOP_BENCH_STATS`) say what an
+idle worker costs the database.
+
     python bench/pickup.py                      # both databases, 40 runs each, about a minute
     python bench/pickup.py --databases postgres --runs 100
 """
@@ -24,6 +28,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,6 +38,7 @@ from pressloop.config import Settings
 from pressloop.contracts import RunStatus
 from pressloop.runtime.service import Service
 from pressloop.store import migrate
+from pressloop.store.records import RunRecord
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 FINAL = {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.DEAD}
@@ -45,6 +51,7 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES, help="an admin connection")
     parser.add_argument("--poll", type=float, default=0.5, help="PRESSLOOP_WORKER_POLL (s)")
     parser.add_argument("--seed", type=int, default=19)
+    parser.add_argument("--idle", type=float, default=30.0, help="seconds the worker is left idle")
     return parser.parse_args(argv)
 
 
@@ -59,7 +66,11 @@ def start_worker(url: str, tmp: Path, poll_s: float) -> tuple[subprocess.Popen[b
         "PRESSLOOP_PROVIDER": "scripted",
         "PRESSLOOP_SCRIPT": str(script),
         "PRESSLOOP_WORKER_POLL": str(poll_s),
-        "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        "PRESSLOOP_ACTION_PACKS": "noop_pack",  # its hook counts the worker's statements
+        "PRESSLOOP_BENCH_STATS": str(tmp / "stats.jsonl"),
+        "PYTHONPATH": os.pathsep.join(
+            [str(ROOT / "bench"), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+        ),
     }
     with log.open("ab") as output:
         worker = subprocess.Popen(
@@ -71,12 +82,25 @@ def start_worker(url: str, tmp: Path, poll_s: float) -> tuple[subprocess.Popen[b
     return worker, log
 
 
-async def wait_started(worker: subprocess.Popen[bytes], log: Path) -> None:
-    async with asyncio.timeout(60):
-        while "started (concurrency 4)" not in log.read_text():
-            if worker.poll() is not None:
-                raise SystemExit(f"the worker exited:\n{log.read_text()}")
-            await asyncio.sleep(0.05)
+def read_log(log: Path) -> str:
+    return log.read_text(encoding="utf-8", errors="replace")
+
+
+async def wait_started(worker: subprocess.Popen[bytes], log: Path, limit_s: float = 60.0) -> None:
+    deadline = time.monotonic() + limit_s
+    while "started (concurrency 4)" not in read_log(log):
+        if worker.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the worker did not start:\n{read_log(log)[-3000:]}")
+        await asyncio.sleep(0.05)
+
+
+async def wait_final(service: Service, run_id: str, limit_s: float = 30.0) -> RunRecord:
+    deadline = time.monotonic() + limit_s
+    while (record := await service.get_run(run_id)).status not in FINAL:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"run {run_id} still {record.status} after {limit_s:g} s")
+        await asyncio.sleep(0.02)
+    return record
 
 
 async def measure(key: str, args: argparse.Namespace, rng: random.Random) -> dict[str, float]:
@@ -94,21 +118,35 @@ async def measure(key: str, args: argparse.Namespace, rng: random.Random) -> dic
                     await asyncio.sleep(rng.uniform(0.2, 1.2))  # the worker idle, mid-poll
                     thread = await service.create_thread()
                     run = (await service.submit(thread.id, f"message {n}")).run
-                    async with asyncio.timeout(30):
-                        while (record := await service.get_run(run.id)).status not in FINAL:
-                            await asyncio.sleep(0.02)
+                    record = await wait_final(service, run.id)
                     assert record.started_at is not None, record
                     pickups.append((record.started_at - record.created_at).total_seconds() * 1e3)
+                idle = await idle_statements(tmp / "stats.jsonl", args.idle)
             finally:
                 worker.terminate()
                 worker.wait(30)
                 await service.close()
     return {
+        "idle_per_min": idle,
         "median": percentile(pickups, 50),
         "p90": percentile(pickups, 90),
         "max": max(pickups),
         "runs": len(pickups),
     }
+
+
+def statements_so_far(stats: Path) -> int:
+    """The worker's SQL statements so far (its last line of `PRESSLOOP_BENCH_STATS`)."""
+    lines = stats.read_text(encoding="utf-8").splitlines()
+    return sum(json.loads(lines[-1])["statements"].values()) if lines else 0
+
+
+async def idle_statements(stats: Path, seconds: float) -> float:
+    """The worker's SQL statements a minute while nothing is queued (its looks)."""
+    await asyncio.sleep(1.0)  # the last run is over, its counters written
+    before = statements_so_far(stats)
+    await asyncio.sleep(seconds)
+    return (statements_so_far(stats) - before) * 60.0 / seconds
 
 
 async def main(argv: Sequence[str]) -> None:
@@ -127,6 +165,7 @@ async def main(argv: Sequence[str]) -> None:
                 f"{figures['median']:.1f}",
                 f"{figures['p90']:.1f}",
                 f"{figures['max']:.1f}",
+                f"{figures['idle_per_min']:.0f}",
             ]
         )
     print(f"code: {code_version()}; migrations at {migrate.head_revision()}")
@@ -140,6 +179,7 @@ async def main(argv: Sequence[str]) -> None:
                 "pickup median (ms)",
                 "p90 (ms)",
                 "max (ms)",
+                "idle: SQL statements a minute",
             ],
             rows,
         )
