@@ -257,6 +257,11 @@ class Settings(BaseSettings):
     backoff_cap_s: float = Field(default=600.0, validation_alias=_env("PRESSLOOP_BACKOFF_CAP"))
     usage_flush_s: float = Field(default=1.0, validation_alias=_env("PRESSLOOP_USAGE_FLUSH"))
     worker_poll_s: float = Field(default=0.5, validation_alias=_env("PRESSLOOP_WORKER_POLL"))
+    # PostgreSQL, while its notifications reach the worker (`store/notify.py`): an idle worker
+    # waits until the next backoff ends or lease expires, at most this long, instead of polling.
+    worker_idle_poll_s: float = Field(
+        default=5.0, gt=0, validation_alias=_env("PRESSLOOP_WORKER_IDLE_POLL")
+    )
     worker_concurrency: int = Field(
         default=8, validation_alias=_env("PRESSLOOP_WORKER_CONCURRENCY")
     )

@@ -98,6 +98,7 @@ class Service(ServiceRuns, OverviewReads, ServiceAdmin):
         # decided approval, a requeue): `pressloop serve` with PRESSLOOP_SERVE_RUNS=0 does not.
         self.runs_turns = True
         self.worker: Worker | None = None
+        self.listener: Listener | None = None
         self.scheduler: Scheduler | None = None
         self.schedules = Schedules(database, now)
         self.approvals = Approvals(database, now, self.registry)
@@ -139,9 +140,15 @@ class Service(ServiceRuns, OverviewReads, ServiceAdmin):
             self.runner,
             concurrency=concurrency or self.settings.worker_concurrency,
             poll_s=self.settings.worker_poll_s,
+            idle_poll_s=self.settings.worker_idle_poll_s,
+            notified=self._notified,
         )
         self._keep(asyncio.create_task(self.worker.run_forever(), name="worker"))
         return self.worker
+
+    def _notified(self) -> bool:
+        """Whether PostgreSQL's notifications reach this process now (`start_listener`)."""
+        return self.listener is not None and self.listener.listening.is_set()
 
     def start_listener(self) -> Listener | None:
         """Wake this process's readers of runs other processes run, and its worker when another
@@ -165,6 +172,7 @@ class Service(ServiceRuns, OverviewReads, ServiceAdmin):
             on_listening=wake_worker,
         )
         self._keep(asyncio.create_task(listener.run_forever(), name="listener"))
+        self.listener = listener
         return listener
 
     def start_scheduler(self) -> Scheduler:

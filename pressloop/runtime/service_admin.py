@@ -20,10 +20,12 @@ from pressloop.runtime.context import KILL_SWITCH_SETTING
 from pressloop.runtime.kill_switch import KillSwitch, read_kill_switch
 from pressloop.runtime.mcp_servers_admin import McpServersAdmin
 from pressloop.runtime.site_policies import set_trigger_defaults, trigger_defaults
+from pressloop.runtime.worker import Worker
 from pressloop.store import agents as agent_store
 from pressloop.store import settings_repo
 from pressloop.store import tokens as token_store
 from pressloop.store.db import Database
+from pressloop.store.notify import announce_claimable
 from pressloop.store.records import AgentRecord, TokenRecord
 
 
@@ -38,6 +40,7 @@ class ServiceAdmin(McpServersAdmin):  # the MCP servers: runtime/mcp_servers_adm
     settings: Settings
     database: Database
     now: Now
+    worker: Worker | None
 
     # API tokens ------------------------------------------------------------------------------
 
@@ -100,6 +103,10 @@ class ServiceAdmin(McpServersAdmin):  # the MCP servers: runtime/mcp_servers_adm
                 await settings_repo.set_setting(
                     conn, KILL_SWITCH_SETTING, agent_disabled, now=self.now()
                 )
+                if not agent_disabled:  # the runs it held back may start: every worker looks
+                    await announce_claimable(conn)
             for trigger, changes in (policies or {}).items():
                 await set_trigger_defaults(conn, trigger, changes, now=self.now())
+        if agent_disabled is False and self.worker is not None:
+            self.worker.wake()  # this process's worker too (SQLite has no notifications)
         return await self.site_settings()

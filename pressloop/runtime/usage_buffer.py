@@ -64,6 +64,12 @@ class UsageBuffer:
             ):
                 counters[i] += value
 
+    def flush_due_in(self) -> float | None:
+        """Seconds until the pending counters are due to be written (None: nothing pending)."""
+        if not self._pending:
+            return None
+        return max(0.0, self.interval_s - (self.monotonic() - self._flushed_at))
+
     async def flush_if_due(self) -> None:
         if self._pending and self.monotonic() - self._flushed_at >= self.interval_s:
             await self.flush()

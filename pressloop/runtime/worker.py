@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from pressloop.clock import Sleep, real_sleep
@@ -26,6 +27,10 @@ log = logging.getLogger(__name__)
 # within 0.4 s with 200, 0.8-1.0 s with 50.
 CLAIM_BATCH = 200
 
+# Woken for something due, a worker looks a little after it: a lease counts as expired only
+# strictly after its expiry (`store/claims.py`).
+DUE_MARGIN_S = 0.005
+
 
 class Worker:
     def __init__(
@@ -34,11 +39,17 @@ class Worker:
         *,
         concurrency: int,
         poll_s: float,
+        idle_poll_s: float | None = None,
+        notified: Callable[[], bool] = lambda: False,
         sleep: Sleep = real_sleep,
     ) -> None:
         self.runner = runner
         self.concurrency = concurrency
         self.poll_s = poll_s
+        # While `notified()` (PostgreSQL's notifications reach this process), an idle worker
+        # waits for them, or for what they do not announce, at most `idle_poll_s`.
+        self.idle_poll_s = max(poll_s, idle_poll_s if idle_poll_s is not None else poll_s)
+        self.notified = notified
         self.sleep = sleep
         self._running: set[asyncio.Task[Any]] = set()
         self._stopping = asyncio.Event()
@@ -92,10 +103,35 @@ class Worker:
                 claimed = 0
             if claimed == 0:
                 try:
-                    async with asyncio.timeout(self.poll_s):
+                    async with asyncio.timeout(await self._idle_wait_s()):
                         await self._wake.wait()
                 except TimeoutError:
                     self._asked = True  # the poll: look at everything
+
+    async def _idle_wait_s(self) -> float:
+        """How long an idle worker waits before it looks again, unless woken: `poll_s`; or,
+        while notifications reach it (every run made claimable wakes it, `store/notify.py`),
+        until the next thing no notification announces (a queued run's backoff ends, a lease
+        expires: its worker may be dead; this process's usage counters are due to be written),
+        at most `idle_poll_s`. An idle deployment on PostgreSQL then asks the database a few
+        times a minute instead of twice a second. A worker running runs keeps `poll_s`: their
+        ends wake it anyway, and a look costs it no more than before."""
+        if self._running or self.idle_poll_s <= self.poll_s or not self.notified():
+            return self.poll_s
+        wait = self.idle_poll_s
+        try:
+            now = self.runner.now()
+            async with self.runner.database.read() as conn:
+                due = await claim_store.next_due(conn, now=now)
+        except Exception:  # a database hiccup: fall back to the poll
+            log.exception("worker: reading when the next run is due failed")
+            return self.poll_s
+        if due is not None:
+            wait = min(wait, (due - now).total_seconds() + DUE_MARGIN_S)
+        flush_in = self.runner.usage.flush_due_in()
+        if flush_in is not None:
+            wait = min(wait, flush_in)
+        return max(0.0, wait)
 
     async def tick(self) -> int:
         """Requeue runs whose lease expired (when due: `_maintenance_due`), then claim as many

@@ -90,6 +90,27 @@ _CANDIDATES = (
 _CANDIDATES_LOCKED = _CANDIDATES.with_for_update(skip_locked=True, of=runs)
 
 
+# What no notification announces (`store/notify.py`): the next queued run's backoff ending, the
+# next lease expiring (its worker may have died). Built once (store/db.py): an idle worker on
+# PostgreSQL asks after each empty look (`Worker._idle_wait_s`).
+_NEXT_DUE = sa.select(
+    sa.select(sa.func.min(runs.c.not_before))
+    .where(runs.c.status == RunStatus.QUEUED.value, runs.c.not_before > _NOW)
+    .scalar_subquery(),
+    sa.select(sa.func.min(runs.c.lease_expires_at))
+    .where(runs.c.status == RunStatus.RUNNING.value, runs.c.lease_expires_at > _NOW)
+    .scalar_subquery(),
+)
+
+
+async def next_due(conn: AsyncConnection, *, now: datetime) -> datetime | None:
+    """When, after `now`, a queued run becomes due or a running run's lease expires, whichever
+    comes first (None: neither)."""
+    row = (await conn.execute(_NEXT_DUE, {"b_now": now})).one()
+    times = [t for t in row if t is not None]
+    return min(times) if times else None
+
+
 async def claim_runs(
     conn: AsyncConnection,
     *,

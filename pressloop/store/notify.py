@@ -27,12 +27,22 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
+import sqlalchemy as sa
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 log = logging.getLogger(__name__)
 
 CHANNEL = "pressloop_events"  # payload: the id of a run with new events
 RUNS_CHANNEL = "pressloop_runs"  # empty payload: some run may be claimed now
+
+
+async def announce_claimable(conn: AsyncConnection) -> None:
+    """At this transaction's commit, wake the listening workers for what makes queued runs
+    claimable without changing them (the kill switch going off): the triggers see only `runs`.
+    Nothing on SQLite."""
+    if conn.dialect.name == "postgresql":
+        await conn.execute(sa.select(sa.func.pg_notify(RUNS_CHANNEL, "")))
 
 
 def listen_url(database_url: str) -> str:
