@@ -38,6 +38,9 @@ LEASE = {
     "PRESSLOOP_LEASE_TTL": "1.5",
     "PRESSLOOP_LEASE_RENEW": "0.3",
     "PRESSLOOP_WORKER_POLL": "0.1",
+    # On PostgreSQL an idle worker may not know of a lease taken after it last looked: it looks
+    # again at least this often (30 s leases and 5 s by default).
+    "PRESSLOOP_WORKER_IDLE_POLL": "0.3",
 }
 
 
