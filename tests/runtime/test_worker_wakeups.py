@@ -11,8 +11,10 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from pressloop.config import Settings
 from pressloop.contracts import Policy, RunStatus, Trigger
@@ -20,6 +22,7 @@ from pressloop.providers.scripted import ScriptedProvider
 from pressloop.runtime.service import Service
 from pressloop.store import claims as claim_store
 from pressloop.store import runs as run_store
+from pressloop.store.db import Database
 from pressloop.store.records import RunRecord
 from tests.conftest import empty_tables
 from tests.support.processes import wait_for
@@ -81,9 +84,11 @@ async def _queue(service: Service, *, due_in_s: float = 0.0, dead_owner: bool = 
 @pytest.fixture
 async def queues(database_url: str, tmp_path: Path) -> AsyncIterator[Service]:
     """The process that queues runs; it runs none."""
+    if not database_url.startswith("sqlite"):  # the session's database, emptied first
+        database = Database.open(database_url)
+        await empty_tables(database)
+        await database.close()
     service = await _service(database_url, tmp_path / "queues")
-    if not service.database.is_sqlite:
-        await empty_tables(service.database)
     yield service
     await service.close()
 
@@ -143,4 +148,30 @@ async def test_the_kill_switch_going_off_starts_what_it_held(
     await asyncio.sleep(0.5)  # the worker looked, found the switch on, and waits
     assert (await works.get_run(run.id)).status is RunStatus.QUEUED
     await queues.update_site_settings(agent_disabled=False)
+    await _finished(works, run.id)
+
+
+async def test_an_idle_worker_on_postgresql_stays_quiet(
+    queues: Service, worker_process: Starter
+) -> None:
+    """Nothing queued, nothing due: on PostgreSQL the worker waits for a notification (at most
+    the idle poll) and sends nothing meanwhile; on SQLite it looks every `worker_poll_s`."""
+    works = await worker_process()
+    statements: list[str] = []
+
+    def sent(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        statements.append(statement)
+
+    engine = works.database.engine.sync_engine
+    sa.event.listen(engine, "before_cursor_execute", sent)
+    try:
+        await asyncio.sleep(2.0)
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", sent)
+    if works.database.is_sqlite:
+        assert len(statements) >= 20  # 40 looks at 0.05 s, a claim each
+    else:
+        assert statements == []
+    # Still awake to what is queued.
+    run = await _queue(queues)
     await _finished(works, run.id)
