@@ -1,5 +1,6 @@
 """`PRESSLOOP_SERVE_RUNS=0`: `pressloop serve` runs no turn; a `pressloop worker` runs them all,
-background runs and waited-for ones alike (real processes, one SQLite file)."""
+background runs and waited-for ones alike (real processes, one SQLite file); on PostgreSQL the
+worker is woken by the API process's commit, not its poll."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import json
 import socket
 from pathlib import Path
 
+from pressloop.store.db import Database
+from tests.conftest import empty_tables
 from tests.support.processes import start_pressloop, stop_process, wait_for
 from tests.support.serve import Serve
 
@@ -53,6 +56,9 @@ async def test_on_postgresql_a_worker_starts_a_run_queued_elsewhere_at_once(
 ) -> None:
     """The worker polls only every 30 s here: a turn answered within seconds was started by the
     notification the API process's commit sent (`store/notify.py`), each time it was idle."""
+    database = Database.open(postgres_database)  # the session's: empty, so serve makes the
+    await empty_tables(database)  # first admin token (its file is how the test gets in)
+    await database.close()
     script = tmp_path / "answers.json"
     script.write_text(json.dumps({"cycle": True, "answers": [{"text": "Done."}]}))
     env = {
