@@ -14,7 +14,7 @@ Then the worker is left idle for `--idle` seconds: the SQL statements it sends m
 looks, counted inside it by `bench/noop_pack.py`'s hook, `PRESSLOOP_BENCH_STATS`) say what an
 idle worker costs the database.
 
-    python bench/pickup.py                      # both databases, 40 runs each, about a minute
+    python bench/pickup.py                      # both databases, 40 runs each, about 3 minutes
     python bench/pickup.py --databases postgres --runs 100
 """
 
