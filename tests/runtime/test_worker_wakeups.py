@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +16,15 @@ import pytest
 import sqlalchemy as sa
 
 from pressloop.config import Settings
-from pressloop.contracts import Policy, RunStatus, Trigger
+from pressloop.contracts import RunStatus, Trigger
 from pressloop.providers.scripted import ScriptedProvider
 from pressloop.runtime.service import Service
 from pressloop.store import claims as claim_store
-from pressloop.store import runs as run_store
 from pressloop.store.db import Database
 from pressloop.store.records import RunRecord
 from tests.conftest import empty_tables
 from tests.support.processes import wait_for
+from tests.support.queued_runs import queue_on
 
 Starter = Callable[[], Awaitable[Service]]
 
@@ -63,15 +62,13 @@ async def _queue(service: Service, *, due_in_s: float = 0.0, dead_owner: bool = 
     claimed in the same transaction by a worker that then dies (its lease lasts 2 s)."""
     thread = await service.create_thread()
     async with service.database.write() as conn:
-        run, _created = await run_store.create_run(
+        run = await queue_on(
             conn,
-            thread_id=thread.id,
-            agent_id=thread.agent_id,
-            trigger=Trigger.HEARTBEAT,
-            input="hello",
-            policy=Policy(),
+            thread.id,
+            thread.agent_id,
             now=service.now(),
-            not_before=service.now() + timedelta(seconds=due_in_s),
+            trigger=Trigger.HEARTBEAT,
+            due_in_s=due_in_s,
         )
         if dead_owner:
             claim = await claim_store.claim_run(

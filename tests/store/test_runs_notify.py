@@ -15,16 +15,15 @@ from alembic import command
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pressloop.contracts import Policy, RunStatus, Trigger
+from pressloop.contracts import RunStatus
 from pressloop.store import claims as claim_store
 from pressloop.store import migrate
-from pressloop.store import runs as run_store
 from pressloop.store.db import Database
 from pressloop.store.notify import RUNS_CHANNEL, listen_url
 from pressloop.store.records import RunRecord
 from pressloop.store.schema import runs
 from tests.conftest import empty_tables
-from tests.support.queued_runs import queue_runs
+from tests.support.queued_runs import queue_on, queue_runs
 
 NOW = datetime(2026, 12, 5, 12, tzinfo=UTC)
 MARKER = "marker"
@@ -79,16 +78,7 @@ async def notifications(postgres_database: str) -> AsyncIterator[Notifications]:
 
 
 async def _queue_on(conn: AsyncConnection, thread_of: RunRecord) -> RunRecord:
-    run, _created = await run_store.create_run(
-        conn,
-        thread_id=thread_of.thread_id,
-        agent_id=thread_of.agent_id,
-        trigger=Trigger.API,
-        input="next",
-        policy=Policy(),
-        now=NOW,
-    )
-    return run
+    return await queue_on(conn, thread_of.thread_id, thread_of.agent_id, now=NOW)
 
 
 async def _set_status(conn: AsyncConnection, run_id: str, status: RunStatus) -> None:

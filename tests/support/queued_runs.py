@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -33,3 +33,26 @@ async def queue_runs(
         )
         queued.append(run)
     return queued
+
+
+async def queue_on(
+    conn: AsyncConnection,
+    thread_id: str,
+    agent_id: str,
+    *,
+    now: datetime,
+    trigger: Trigger = Trigger.API,
+    due_in_s: float = 0.0,
+) -> RunRecord:
+    """One run queued on this thread at `now`, due `due_in_s` later."""
+    run, _created = await run_store.create_run(
+        conn,
+        thread_id=thread_id,
+        agent_id=agent_id,
+        trigger=trigger,
+        input="next",
+        policy=Policy(),
+        now=now,
+        not_before=now + timedelta(seconds=due_in_s),
+    )
+    return run
