@@ -126,7 +126,10 @@ One real turn is run on a fresh store and its rows copied straight into the syst
 tables (`bench/peers/prefill.py`: every id rewritten, SQLite `executemany`, PostgreSQL `COPY`
 then `ANALYZE`), up to each size; then turns are measured as in workload 1, interleaved. A
 stored conversation is everything one 3-round turn leaves (Pressloop: the thread, the run, its
-messages and events). The turns measured at one size are history for the next.
+messages and events). The turns measured at one size are history for the next. The interval
+beside the ratio is how far it moves when the turns measured at each size are drawn again
+(a percentile bootstrap of the ratio of medians, 95%): the goal is met when all of it is at
+or under the line, missed when all of it is over, within noise when it straddles the line.
 """
 
 
