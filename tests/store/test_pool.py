@@ -10,7 +10,8 @@ import time
 import pytest
 import sqlalchemy as sa
 
-from pressloop.config import MIN_DB_POOL, Settings, usable_cpus
+from pressloop.config import Settings
+from pressloop.config.serving import MIN_DB_POOL, usable_cpus
 from pressloop.runtime.service import Service
 from pressloop.serve_processes import shared_env
 

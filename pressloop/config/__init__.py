@@ -1,16 +1,21 @@
 """Configuration from environment variables (and a `.env` file): DESIGN.md section 10.
 
-Every time constant lives here so tests can shrink it; nothing else reads the environment.
+Every time constant lives in this package so tests can shrink it; nothing else reads the
+environment. `Settings` is one object; the local model's settings (`local_model.py`) and how a
+serving process spends its CPU and its database connections (`serving.py`) are its bases.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from pressloop.config.env import env as _env
+from pressloop.config.local_model import LocalModelSettings
+from pressloop.config.serving import ServingTuning
 
 ProviderName = Literal[
     "openai", "anthropic", "openrouter", "glm", "openai-compatible", "local", "scripted"
@@ -32,29 +37,7 @@ DEFAULT_BASE_URLS: dict[str, str] = {
 }
 
 
-# The smallest PostgreSQL pool a process opens by default (a claim, a request, a read at once).
-MIN_DB_POOL = 4
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity, where the system tells it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-def _env(name: str, *more: str) -> AliasChoices:
-    return AliasChoices(name, *more)
-
-
-def _default_model_cache() -> Path:
-    """Outside any checkout, so every clone and test run shares one downloaded model."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pressloop"
-
-
-class Settings(BaseSettings):
+class Settings(LocalModelSettings, ServingTuning, BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
 
     data_dir: Path = Field(default=Path("data"), validation_alias=_env("PRESSLOOP_DATA_DIR"))
@@ -141,95 +124,6 @@ class Settings(BaseSettings):
         default=4096, validation_alias=_env("PRESSLOOP_MAX_OUTPUT_TOKENS")
     )
 
-    # The local model (PRESSLOOP_PROVIDER=local): docs/configuration.md, "The local model".
-    local_model: Path | None = Field(default=None, validation_alias=_env("PRESSLOOP_LOCAL_MODEL"))
-    local_model_sha256: str | None = Field(
-        default=None, validation_alias=_env("PRESSLOOP_LOCAL_MODEL_SHA256")
-    )
-    model_cache: Path = Field(
-        default_factory=_default_model_cache, validation_alias=_env("PRESSLOOP_MODEL_CACHE")
-    )
-    model_index_url: str = Field(
-        default="https://pypi.org/simple", validation_alias=_env("PRESSLOOP_MODEL_INDEX_URL")
-    )
-    model_download_timeout_s: float = Field(
-        default=60.0, validation_alias=_env("PRESSLOOP_MODEL_DOWNLOAD_TIMEOUT")
-    )
-    # 0: one thread per core. One model answers one request at a time, with every core.
-    local_threads: int = Field(default=0, validation_alias=_env("PRESSLOOP_LOCAL_THREADS"))
-    local_context_tokens: int = Field(
-        default=16384, validation_alias=_env("PRESSLOOP_LOCAL_CONTEXT")
-    )
-    # A decision is short; the cap keeps a runaway answer to seconds, not minutes, on 2 cores.
-    local_max_tokens: int = Field(default=512, validation_alias=_env("PRESSLOOP_LOCAL_MAX_TOKENS"))
-    local_batch_tokens: int = Field(default=512, validation_alias=_env("PRESSLOOP_LOCAL_BATCH"))
-    # Keep the system prompt's evaluated state on disk, so a restart answers in seconds.
-    local_keep_prefix: bool = Field(
-        default=True, validation_alias=_env("PRESSLOOP_LOCAL_KEEP_PREFIX")
-    )
-    # llama.cpp's CPU variant (e.g. haswell, zen4): unset, the best one this CPU runs.
-    local_cpu_variant: str | None = Field(
-        default=None, validation_alias=_env("PRESSLOOP_LOCAL_CPU_VARIANT")
-    )
-    # How long the model's own process may take to start and load llama.cpp's CPU backend
-    # (the model itself loads with the first request).
-    local_start_timeout_s: float = Field(
-        default=120.0, gt=0, validation_alias=_env("PRESSLOOP_LOCAL_START_TIMEOUT")
-    )
-
-    # The most database connections a process opens (PostgreSQL, opened lazily), the group
-    # commit's included (with `commit_thread` the committer opens one more of its own): a worker
-    # uses 2-3 whatever its concurrency (one group committer writes for all its runs); all
-    # processes together must stay under the server's max_connections (docs/operations.md).
-    # Unset: twice this machine's CPUs, at least 4 (`resolved_db_pool_size`). More connections
-    # than the cores can serve only make transactions wait for each other's server processes:
-    # under 200 streamed turns on 2 cores (2 serving processes, medians of 3 repeats), 20 + 10
-    # gave the first token a p99 of 49-305 ms and 4 + 0 one of 19-28 ms, and the turns ended
-    # sooner (docs/benchmarks.md, section 3a).
-    db_pool_size: int | None = Field(
-        default=None, ge=1, validation_alias=_env("PRESSLOOP_DB_POOL_SIZE")
-    )
-    db_max_overflow: int = Field(
-        default=0, ge=0, validation_alias=_env("PRESSLOOP_DB_MAX_OVERFLOW")
-    )
-    # How long a transaction waits for a pooled connection before it fails (PostgreSQL).
-    db_pool_timeout_s: float = Field(
-        default=30.0, gt=0, validation_alias=_env("PRESSLOOP_DB_POOL_TIMEOUT")
-    )
-    # PostgreSQL: the group commit on an event loop of its own, on a thread (commit_loop.py).
-    # Off by default: the two threads' handovers of the GIL and of each batch cost more CPU than
-    # the main loop's wait they save, now that the loop is rarely that late (benchmarks.md, 3d).
-    commit_thread: bool = Field(default=False, validation_alias=_env("PRESSLOOP_COMMIT_THREAD"))
-    # The most runs one group commit writes. Its statements are built in one go on the main
-    # loop, which reads no socket meanwhile: 100 runs' events held a stream's first token up to
-    # 20 ms on a loaded 2-core machine, 25 at most a few (benchmarks.md, section 3g).
-    commit_batch: int = Field(
-        default=25, ge=1, le=1000, validation_alias=_env("PRESSLOOP_COMMIT_BATCH")
-    )
-    # Under load (more runs in flight in the process than the pending batch holds), how long a
-    # group commit waits for the others' writes: fewer, fuller transactions, less CPU a run on
-    # the event loop and in the database. What waits for a commit (a finish, the events sent
-    # after theirs) waits that much longer; measured, the CPU fell and the latencies stayed
-    # within noise, so it is off by default (benchmarks.md, section 3h). 0: write at once.
-    commit_gather_s: float = Field(
-        default=0.0, ge=0, le=1, validation_alias=_env("PRESSLOOP_COMMIT_GATHER")
-    )
-    # How long the text deltas a stream of this process has already sent may wait for their
-    # commit (they are written for a reader in another process, a reconnect elsewhere): while
-    # many streams receive tokens, fewer commits (`runtime/commits.py`; benchmarks.md, section
-    # 3k). A delta no stream here sends is written at once. 0: every delta at once.
-    delta_commit_s: float = Field(
-        default=0.1, ge=0, le=5, validation_alias=_env("PRESSLOOP_DELTA_COMMIT")
-    )
-    # Work that can wait (a turn's next step, the next group commit) lets the event loop read its
-    # sockets between two pieces, so a stream's token already in one goes out first
-    # (`runtime/pacing.py`; benchmarks.md, section 3g).
-    pacing: bool = Field(default=True, validation_alias=_env("PRESSLOOP_PACING"))
-    # How long a SQLite writer waits for another process's write lock before it fails.
-    db_busy_timeout_s: float = Field(
-        default=30.0, gt=0, validation_alias=_env("PRESSLOOP_DB_BUSY_TIMEOUT")
-    )
-
     # Runs, leases and retries (DESIGN.md section 8).
     lease_ttl_s: float = Field(default=30.0, validation_alias=_env("PRESSLOOP_LEASE_TTL"))
     lease_renew_s: float = Field(default=10.0, validation_alias=_env("PRESSLOOP_LEASE_RENEW"))
@@ -268,34 +162,6 @@ class Settings(BaseSettings):
     # `pressloop serve` runs turns itself (its worker, and runs started by a request); off,
     # only `pressloop worker` processes run them (docs/operations.md).
     serve_runs: bool = Field(default=True, validation_alias=_env("PRESSLOOP_SERVE_RUNS"))
-    # `pressloop serve` as this many processes on one port (`serve_processes.py`): each serves
-    # and runs about 1/N of the connections. Above 1, meant for PostgreSQL (on SQLite the
-    # processes' writes wait for each other's lock).
-    serve_processes: int = Field(
-        default=1, ge=1, le=64, validation_alias=_env("PRESSLOOP_SERVE_PROCESSES")
-    )
-    # The cyclic garbage collector's thresholds in `pressloop serve` and `pressloop worker`
-    # (`runtime/collector.py`): three numbers, `gc.set_threshold`'s; '' for the process's own.
-    gc_thresholds: str = Field(
-        default="",
-        pattern=r"^\s*(\d+\s*,\s*\d+\s*,\s*\d+\s*)?$",
-        validation_alias=_env("PRESSLOOP_GC_THRESHOLDS"),
-    )
-    # `pressloop serve` collects (the young generation, or the middle one when due) whenever no
-    # collection ran for this long (0: only at the interpreter's thresholds; runtime/collector.py).
-    gc_young_every_s: float = Field(
-        default=0.05, ge=0, validation_alias=_env("PRESSLOOP_GC_YOUNG_EVERY")
-    )
-    # `pressloop serve`'s event loop (`runtime/loop_lanes.py`): "lanes" is asyncio's loop with an
-    # urgent lane, where a turn reading a model's stream goes ahead of other work; "uvloop" runs
-    # everything first in, first out, on a little less CPU a turn.
-    event_loop: Literal["lanes", "uvloop"] = Field(
-        default="lanes", validation_alias=_env("PRESSLOOP_EVENT_LOOP")
-    )
-    # On "lanes": the longest the loop goes without polling its sockets while it has work queued.
-    loop_poll_every_s: float = Field(
-        default=0.001, gt=0, le=1, validation_alias=_env("PRESSLOOP_LOOP_POLL_EVERY")
-    )
     # Cancel (DESIGN.md section 8): how often a process looks for cancels asked elsewhere for
     # the runs it runs, and how long a cancel request waits for a running run to stop.
     cancel_poll_s: float = Field(default=0.5, gt=0, validation_alias=_env("PRESSLOOP_CANCEL_POLL"))
@@ -391,21 +257,6 @@ class Settings(BaseSettings):
             return self.mcp_config
         default = self.data_dir / "mcp.json"
         return default if default.exists() else None
-
-    def resolved_db_pool_size(self, cpus: int | None = None) -> int:
-        """The pool of each process: the setting, else twice the CPUs (this machine's unless
-        given) shared by the serving processes of one machine, at least MIN_DB_POOL."""
-        if self.db_pool_size is not None:
-            return self.db_pool_size
-        cpus = usable_cpus() if cpus is None else cpus
-        return max(MIN_DB_POOL, 2 * cpus // self.serve_processes)
-
-    def resolved_gc_thresholds(self, default: tuple[int, int, int]) -> tuple[int, int, int]:
-        """PRESSLOOP_GC_THRESHOLDS, else the process's `default`."""
-        if not self.gc_thresholds.strip():
-            return default
-        young, middle, old = (int(part) for part in self.gc_thresholds.split(","))
-        return young, middle, old
 
     def resolved_database_url(self) -> str:
         if self.database_url:
