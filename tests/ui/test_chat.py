@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from tests.ui.conftest import Server, StartServer, call, screenshot, sign_in
 
@@ -46,6 +46,42 @@ def test_sign_in_refuses_a_wrong_token_then_chat_shows_the_steps_and_the_answer(
     expect(page.locator(".bubble.agent").last).to_contain_text("one post: Hello world!")
     runs = server.api.get("/v1/runs").json()
     assert [(r["trigger"], r["status"]) for r in runs] == [("chat", "succeeded")]
+
+
+def test_a_send_before_the_page_script_runs_waits_for_it_and_never_puts_the_message_in_a_url(
+    page: Page, start_server: StartServer
+) -> None:
+    server = start_server([{"text": "Hello from the agent."}])
+    sign_in(page, server, server.admin_token)
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    held: list[Route] = []
+
+    def hold(route: Route) -> None:  # the page's script, held back until released below
+        held.append(route)
+
+    page.route("**/ui/static/chat.js", hold)
+
+    page.goto(f"{server.url}/ui/chat", wait_until="commit")
+    box = page.get_by_label("Message to the agent")
+    send = page.get_by_role("button", name="Send")
+    box.fill("Say hello")
+    expect(send).to_be_disabled()
+    send.click(force=True)  # a person's click on the button as drawn, script or not
+    for _ in range(100):
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the page never asked for its script"
+    held[0].continue_()
+    page.unroute("**/ui/static/chat.js", hold)
+
+    expect(send).to_be_enabled()
+    expect(box).to_have_value("Say hello")  # what was typed is still there
+    send.click()
+    expect(page.locator(".bubble.agent.final")).to_have_text("Hello from the agent.")
+    leaked = [url for url in requested if "message=" in url or "Say+hello" in url]
+    assert not leaked, leaked
 
 
 def ask_to_delete_a_user(page: Page, start_server: StartServer, login: str, answer: str) -> Server:

@@ -122,7 +122,18 @@ const Pressloop = (() => {
     }
   });
 
-  document.addEventListener("DOMContentLoaded", () => localTimes());
+  // A form a page script sends (data-needs-script) has no method of its own: submitted before
+  // its script listens, the browser would put what was typed in the page's URL (history, access
+  // logs) and drop it. Its buttons come disabled; DOMContentLoaded fires once every deferred
+  // script has run, so by then each form has its listener.
+  function formsReady() {
+    for (const form of document.querySelectorAll("form[data-needs-script]")) {
+      for (const button of form.querySelectorAll("button[type=submit]")) button.disabled = false;
+      form.removeAttribute("data-needs-script");
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", () => { formsReady(); localTimes(); });
 
   return { api, el, toast, status, when, localTimes, pretty, FINAL };
 })();
