@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from dataclasses import dataclass
@@ -220,6 +221,18 @@ def concurrency_section(results: dict[str, Any], verdicts: list[Verdict]) -> str
     return table(head, rows)
 
 
+def growth_ratio(small: float, large: float) -> float:
+    """Overhead at the large size over that at the small one. A small-size overhead at or under
+    zero (turns as fast as the bare model's, within the clock's noise) leaves the ratio without
+    a scale: it is unbounded, so such a draw can never say "no growth" on its own."""
+    return large / small if small > 0 else math.inf
+
+
+def times(ratio: float) -> str:
+    """A ratio as the tables write it: 1.10x, or "unbounded" where it has no scale."""
+    return f"{ratio:.2f}x" if math.isfinite(ratio) else "unbounded"
+
+
 def growth_interval(
     small: list[float], large: list[float], *, resamples: int = GROWTH_RESAMPLES
 ) -> tuple[float, float]:
@@ -228,8 +241,10 @@ def growth_interval(
     single ratio is the machine's noise as much as growth, and this says how much."""
     draw = random.Random(0)
     ratios = sorted(
-        statistics.median(draw.choices(large, k=len(large)))
-        / max(statistics.median(draw.choices(small, k=len(small))), 1e-9)
+        growth_ratio(
+            statistics.median(draw.choices(small, k=len(small))),
+            statistics.median(draw.choices(large, k=len(large))),
+        )
         for _ in range(resamples)
     )
     tail = (1 - GROWTH_CONFIDENCE) / 2
@@ -250,7 +265,7 @@ def growth_section(results: dict[str, Any], verdicts: list[Verdict]) -> str:
             rounds = {int(label[4:]): per_round(s) for label, s in r["samples"].items()}
             by_size = {size: statistics.median(values) for size, values in rounds.items()}
             sizes = sorted(by_size)
-            growth = by_size[sizes[-1]] / by_size[sizes[0]] if by_size[sizes[0]] > 0 else 0.0
+            growth = growth_ratio(by_size[sizes[0]], by_size[sizes[-1]])
             low, high = growth_interval(rounds[sizes[0]], rounds[sizes[-1]])
             rows.append(
                 [
@@ -258,8 +273,8 @@ def growth_section(results: dict[str, Any], verdicts: list[Verdict]) -> str:
                     DB_NAMES[database],
                     str(r["rows_per_copy"]),
                     *(ms(by_size[size]) for size in sizes),
-                    f"**{growth:.2f}x**",
-                    f"{low:.2f}-{high:.2f}x",
+                    f"**{times(growth)}**",
+                    f"{times(low)} to {times(high)}",
                     f"{r['fill_s'][str(sizes[-1])]:.1f}",
                 ]
             )
@@ -273,8 +288,9 @@ def growth_section(results: dict[str, Any], verdicts: list[Verdict]) -> str:
                         noise=noise,
                         text=f"Growth with history, {DB_NAMES[database]}: overhead per round "
                         f"{ms(by_size[sizes[0]])} ms at {sizes[0]:,} stored conversations, "
-                        f"{ms(by_size[sizes[-1]])} ms at {sizes[-1]:,} ({growth:.2f}x, "
-                        f"{low:.2f}-{high:.2f}x when the turns are drawn again): {{verdict}} "
+                        f"{ms(by_size[sizes[-1]])} ms at {sizes[-1]:,} ({times(growth)}, "
+                        f"{times(low)} to {times(high)} when the turns are drawn again): "
+                        f"{{verdict}} "
                         f"(no growth: <= {GROWTH_LIMIT}x, this machine's noise; within noise: "
                         f"the interval straddles it)",
                     )

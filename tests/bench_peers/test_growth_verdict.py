@@ -3,6 +3,7 @@ ratio the machine's noise made is not taken for growth, nor growth for noise."""
 
 from __future__ import annotations
 
+import math
 import random
 
 from bench.peers import report
@@ -64,3 +65,14 @@ def test_the_section_shows_the_interval_and_says_within_noise() -> None:
     [verdict] = verdicts
     assert verdict.noise and not verdict.met
     assert "**within noise**" in verdict.line()
+
+
+def test_turns_as_fast_as_the_bare_model_leave_growth_unbounded_not_met() -> None:
+    # Overheads around zero at the small size (a turn faster than its bare model turn, within
+    # the clock's noise): a ratio to them has no scale and must never read as "no growth".
+    small, large = _turns(0.0, 0.05), _turns(0.5, 0.05, seed=2)
+    low, high = report.growth_interval(small, large)
+    assert high == math.inf
+    assert report.growth_verdict((low, high)) != (True, False)
+    assert report.times(high) == "unbounded"
+    assert report.growth_ratio(-0.0001, 0.0005) == math.inf
