@@ -12,6 +12,12 @@ PRESSLOOP_BENCH_STATS=PATH
     and SQL statements by verb and table. The listeners cost a few microseconds a statement; on
     this benchmark that is below the run-to-run noise (`bench/background.py --no-stats` runs
     without them).
+
+PRESSLOOP_BENCH_NOOP_CPU_MS=X
+    Each `noop` spends X ms of the loop thread's CPU before it answers, in slices of 0.1 ms with
+    the loop served between them (round work is made of short callbacks, and a token goes ahead
+    of them): more CPU a turn at an unchanged shape, to measure how the first frame's tail
+    moves with the serving processes' CPU a turn (docs/benchmarks.md, section 3u).
 """
 
 from __future__ import annotations
@@ -36,10 +42,29 @@ class NoopParams(BaseModel):
     note: str | None = None
 
 
+_EXTRA_CPU_S = float(os.environ.get("PRESSLOOP_BENCH_NOOP_CPU_MS", "0")) / 1000
+_CPU_SLICE_S = 0.0001
+
+
 async def noop(
     params: NoopParams, context: ActionContext, services: ActionServices
 ) -> ActionResult:
+    if _EXTRA_CPU_S > 0:
+        await _spend_cpu(_EXTRA_CPU_S)
     return ActionResult(content="ok", summary="ok")
+
+
+async def _spend_cpu(seconds: float) -> None:
+    # The thread's clock counts every task on the loop: each call adds up its own slices, or
+    # noops running side by side would share one spend between them.
+    spent = 0.0
+    while spent < seconds:
+        start = time.thread_time()
+        slice_end = start + min(_CPU_SLICE_S, seconds - spent)
+        while time.thread_time() < slice_end:
+            pass
+        spent += time.thread_time() - start
+        await asyncio.sleep(0)
 
 
 ACTIONS = [
