@@ -6,7 +6,7 @@ import re
 import time
 
 import httpx
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from tests.ui.conftest import StartServer, call, screenshot, sign_in
 
@@ -173,3 +173,42 @@ def test_every_page_fits_a_phone_and_labels_every_control(
     expect(phone.locator(".tree li .status").last).to_have_text("succeeded")
     screenshot(phone, "thread")
     context.close()
+
+
+def test_a_button_that_posts_is_disabled_until_the_page_script_listens_then_works(
+    page: Page, start_server: StartServer
+) -> None:
+    server = start_server([{"text": "ok"}])
+    server.token("operator")
+    sign_in(page, server, server.admin_token, then="/ui/tokens")
+    deletes: list[str] = []
+    page.on("request", lambda r: deletes.append(r.url) if r.method == "DELETE" else None)
+    held: list[Route] = []
+
+    def hold(route: Route) -> None:  # the script that listens for such buttons, held back
+        held.append(route)
+
+    page.route("**/ui/static/app.js", hold)
+    page.reload(wait_until="commit")
+    revoke = page.get_by_role("button", name="Revoke operator-person")
+    expect(revoke).to_be_disabled()
+    revoke.click(force=True)  # a person's click on the button as drawn
+    for _ in range(100):
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the page never asked for its script"
+    held[0].continue_()
+    page.unroute("**/ui/static/app.js", hold)
+
+    expect(revoke).to_be_enabled()
+    assert not deletes
+    statuses = {t["name"]: t["status"] for t in server.api.get("/v1/tokens").json()}
+    assert statuses["operator-person"] == "active"
+    page.once("dialog", lambda dialog: dialog.accept())
+    revoke.click()
+    expect(page.locator("tr", has_text="operator-person").locator(".status")).to_have_text(
+        "revoked"
+    )
+    statuses = {t["name"]: t["status"] for t in server.api.get("/v1/tokens").json()}
+    assert statuses["operator-person"] == "revoked"

@@ -125,11 +125,17 @@ const Pressloop = (() => {
   // A form a page script sends (data-needs-script) has no method of its own: submitted before
   // its script listens, the browser would put what was typed in the page's URL (history, access
   // logs) and drop it. Its buttons come disabled; DOMContentLoaded fires once every deferred
-  // script has run, so by then each form has its listener.
+  // script has run, so by then each form has its listener. A button that posts (data-post,
+  // data-delete) does nothing before this script listens, so it comes disabled too: a person
+  // who clicks Cancel run sees it is not ready, rather than a click that silently did nothing.
   function formsReady() {
     for (const form of document.querySelectorAll("form[data-needs-script]")) {
       for (const button of form.querySelectorAll("button[type=submit]")) button.disabled = false;
       form.removeAttribute("data-needs-script");
+    }
+    for (const button of document.querySelectorAll("button[data-needs-script]")) {
+      button.disabled = false;
+      button.removeAttribute("data-needs-script");
     }
   }
 
