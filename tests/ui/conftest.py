@@ -17,7 +17,7 @@ from typing import Any, Self
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, Route, expect, sync_playwright
 
 from pressloop.local_wordpress.local_site import LocalSite
 from tests.support.serve import Serve, serve_env
@@ -166,6 +166,28 @@ def sign_in(page: Page, server: Server, token: str, *, then: str = "/ui/chat") -
     page.get_by_label("API token").fill(token)
     page.get_by_role("button", name="Sign in").click()
     expect(page).to_have_url(re.compile(re.escape(then.split("?")[0])))
+
+
+class HeldScript:
+    """A page's script held back by a route until `release()`: what a person sees, and what a
+    click does, before the script runs (a slow network, a large page)."""
+
+    def __init__(self, page: Page, pattern: str) -> None:
+        self._page, self._pattern = page, pattern
+        self._held: list[Route] = []
+        page.route(pattern, self._hold)
+
+    def _hold(self, route: Route) -> None:
+        self._held.append(route)
+
+    def release(self) -> None:
+        for _ in range(100):
+            if self._held:
+                break
+            self._page.wait_for_timeout(50)
+        assert self._held, f"the page never asked for {self._pattern}"
+        self._held[0].continue_()
+        self._page.unroute(self._pattern, self._hold)
 
 
 def screenshot(page: Page, name: str) -> Path:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from playwright.sync_api import Page, Route, expect
+from playwright.sync_api import Page, expect
 
-from tests.ui.conftest import Server, StartServer, call, screenshot, sign_in
+from tests.ui.conftest import HeldScript, Server, StartServer, call, screenshot, sign_in
 
 
 def test_sign_in_refuses_a_wrong_token_then_chat_shows_the_steps_and_the_answer(
@@ -55,12 +55,7 @@ def test_a_send_before_the_page_script_runs_waits_for_it_and_never_puts_the_mess
     sign_in(page, server, server.admin_token)
     requested: list[str] = []
     page.on("request", lambda request: requested.append(request.url))
-    held: list[Route] = []
-
-    def hold(route: Route) -> None:  # the page's script, held back until released below
-        held.append(route)
-
-    page.route("**/ui/static/chat.js", hold)
+    script = HeldScript(page, "**/ui/static/chat.js")
 
     page.goto(f"{server.url}/ui/chat", wait_until="commit")
     box = page.get_by_label("Message to the agent")
@@ -68,13 +63,7 @@ def test_a_send_before_the_page_script_runs_waits_for_it_and_never_puts_the_mess
     box.fill("Say hello")
     expect(send).to_be_disabled()
     send.click(force=True)  # a person's click on the button as drawn, script or not
-    for _ in range(100):
-        if held:
-            break
-        page.wait_for_timeout(50)
-    assert held, "the page never asked for its script"
-    held[0].continue_()
-    page.unroute("**/ui/static/chat.js", hold)
+    script.release()
 
     expect(send).to_be_enabled()
     expect(box).to_have_value("Say hello")  # what was typed is still there

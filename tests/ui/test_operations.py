@@ -6,9 +6,9 @@ import re
 import time
 
 import httpx
-from playwright.sync_api import Page, Route, expect
+from playwright.sync_api import Page, expect
 
-from tests.ui.conftest import StartServer, call, screenshot, sign_in
+from tests.ui.conftest import HeldScript, StartServer, call, screenshot, sign_in
 
 PAGES = ("chat", "threads", "runs", "approvals", "schedules", "usage", "settings")
 
@@ -183,23 +183,12 @@ def test_a_button_that_posts_is_disabled_until_the_page_script_listens_then_work
     sign_in(page, server, server.admin_token, then="/ui/tokens")
     deletes: list[str] = []
     page.on("request", lambda r: deletes.append(r.url) if r.method == "DELETE" else None)
-    held: list[Route] = []
-
-    def hold(route: Route) -> None:  # the script that listens for such buttons, held back
-        held.append(route)
-
-    page.route("**/ui/static/app.js", hold)
+    script = HeldScript(page, "**/ui/static/app.js")  # it listens for such buttons
     page.reload(wait_until="commit")
     revoke = page.get_by_role("button", name="Revoke operator-person")
     expect(revoke).to_be_disabled()
     revoke.click(force=True)  # a person's click on the button as drawn
-    for _ in range(100):
-        if held:
-            break
-        page.wait_for_timeout(50)
-    assert held, "the page never asked for its script"
-    held[0].continue_()
-    page.unroute("**/ui/static/app.js", hold)
+    script.release()
 
     expect(revoke).to_be_enabled()
     assert not deletes
