@@ -114,6 +114,15 @@ class LocalSite:
     def socket_path(self) -> Path:
         return self.home / "mysqld.sock"
 
+    def _server_tmpdir(self) -> str:
+        """Where the private MariaDB keeps its temporary tables: in its own home, not the shared
+        /tmp, where another MariaDB starting at the same moment (a second test worker, a site
+        being installed) was seen to remove them under it ("Could not remove temporary table",
+        mariadb-install-db aborting)."""
+        tmp = self.home / "mysql-tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
+        return f"--tmpdir={tmp}"
+
     @property
     def running(self) -> bool:
         return self._php_server is not None and self._php_server.poll() is None
@@ -243,7 +252,7 @@ class LocalSite:
         done = subprocess.run(
             [host.tool("mariadb-install-db"), "--no-defaults", f"--datadir={data}",
              "--auth-root-authentication-method=socket", f"--user={host.os_user()}",
-             "--skip-test-db", *_INNODB],
+             "--skip-test-db", self._server_tmpdir(), *_INNODB],
             capture_output=True, check=False,
         )  # fmt: skip
         if done.returncode:
@@ -330,7 +339,7 @@ class LocalSite:
             [host.tool("mariadbd"), "--no-defaults", f"--datadir={self.home / 'mysql'}",
              f"--socket={self.socket_path}", "--skip-networking",
              "--innodb-flush-log-at-trx-commit=0", "--skip-log-bin", f"--user={host.os_user()}",
-             *_INNODB,
+             self._server_tmpdir(), *_INNODB,
              f"--pid-file={pid_file}", f"--log-error={log}"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True,

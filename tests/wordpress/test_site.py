@@ -41,6 +41,15 @@ def test_the_application_password_signs_in_as_the_admin(wordpress: LocalSite) ->
     assert wrong.status_code == 401
 
 
+def test_the_sites_database_keeps_its_temporary_tables_in_its_own_home(
+    wordpress: LocalSite,
+) -> None:
+    # Not the shared /tmp, where another MariaDB starting at the same moment removed them.
+    tmpdir = Path(wordpress.sql("SELECT @@tmpdir").strip())
+    assert tmpdir == wordpress.home / "mysql-tmp"
+    assert tmpdir.is_dir()
+
+
 def test_restore_puts_back_the_database_plugins_and_ids(wordpress: LocalSite) -> None:
     with _admin(wordpress) as admin:
         created = admin.post("/wp/v2/posts", json={"title": "Gone soon", "status": "publish"})
