@@ -140,9 +140,29 @@ async def _pressloop_error(_request: Request, exc: Exception) -> JSONResponse:
     return error_response(status, exc.code, exc.message, headers)
 
 
-async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    return error_response(422, "invalid_request", describe_validation(exc.errors()))
+    errors = exc.errors()
+    sent_as = request.headers.get("content-type", "")
+    if _body_not_read_as_json(errors, sent_as):
+        # `curl -d '{...}'` without `-H 'content-type: application/json'`: FastAPI leaves a form
+        # body unparsed, and its own message ("Input should be a valid dictionary") says
+        # nothing of why. Reading such a body as JSON anyway would let a page on another site
+        # post to the API with a plain HTML form (no CORS preflight): said, not guessed.
+        message = (
+            "the body must be JSON, sent with Content-Type: application/json "
+            f"(this request's is {sent_as.split(';')[0].strip()[:80]})"
+        )
+        return error_response(422, "invalid_request", message)
+    return error_response(422, "invalid_request", describe_validation(errors))
+
+
+def _body_not_read_as_json(errors: Sequence[Any], content_type: str) -> bool:
+    """The whole body was refused (not a field of it) and was not sent as JSON."""
+    media = content_type.split(";")[0].strip().lower()
+    if not media or media == "application/json" or media.endswith("+json"):
+        return False
+    return any(tuple(error.get("loc", ())) == ("body",) for error in errors)
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:

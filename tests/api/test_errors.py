@@ -71,6 +71,15 @@ async def test_malformed_bodies_are_422_with_a_readable_message(make_api: ApiFac
         headers={**api.auth(), "Content-Type": "application/json"},
     )
     assert "not valid JSON" in error_of(not_json, 422, "invalid_request")["message"]
+    # curl's -d without a JSON content type: the error says what to send, and nothing runs.
+    as_form = await api.client.post(
+        url,
+        content=b'{"message": "hello"}',
+        headers={**api.auth(), "Content-Type": "application/x-www-form-urlencoded"},
+    )
+    said = error_of(as_form, 422, "invalid_request")["message"]
+    assert "Content-Type: application/json" in said
+    assert "application/x-www-form-urlencoded" in said
     empty = await api.client.post(url, json={"message": "   "}, headers=api.auth())
     assert "empty" in error_of(empty, 422, "invalid_request")["message"]
     assert api.scripted.requests == []
