@@ -51,8 +51,18 @@ def test_settings_turn_the_agent_off_and_change_a_triggers_policy(
 ) -> None:
     server = start_server([{"text": "Hello."}])
     sign_in(page, server, server.admin_token, then="/ui/settings")
+    # Before settings.js listens, the kill switch shows it is not ready, and a click on it as
+    # drawn changes nothing (it once did nothing and said nothing: a person's control).
+    script = HeldScript(page, "**/ui/static/settings.js")
+    page.reload(wait_until="commit")
+    kill = page.get_by_role("button", name="Turn the agent off")
+    expect(kill).to_be_disabled()
+    kill.click(force=True)
+    script.release()
+    expect(kill).to_be_enabled()
+    assert server.api.get("/v1/settings").json()["agent_disabled"] is False
     page.once("dialog", lambda dialog: dialog.accept())
-    page.get_by_role("button", name="Turn the agent off").click()
+    kill.click()
     expect(page.locator("#kill-state")).to_contain_text("off")
     thread = server.api.post("/v1/threads", json={}).json()
     refused = server.api.post(f"/v1/threads/{thread['id']}/runs", json={"message": "hi"})
