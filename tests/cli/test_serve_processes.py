@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import socket
 from pathlib import Path
@@ -13,6 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from pressloop.cli_serve import serving_loop
+from pressloop.config import Settings
 from pressloop.serve_processes import reuse_port_sockets
 from tests.support.serve import Serve, serve_env
 
@@ -80,3 +83,56 @@ def test_a_port_in_use_is_refused_to_a_second_server() -> None:
     finally:
         for sock in shared:
             sock.close()
+
+
+class _Accepted(asyncio.Protocol):
+    """Notes, for each connection the served socket accepts, whether Nagle's algorithm is off."""
+
+    def __init__(self, index: int, seen: list[tuple[int, int]]) -> None:
+        self.index = index
+        self.seen = seen
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        sock = transport.get_extra_info("socket")
+        self.seen.append((self.index, sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)))
+        transport.close()
+
+
+@pytest.mark.parametrize("event_loop", ["lanes", "uvloop"])
+@pytest.mark.parametrize("count", [1, 2])
+def test_every_served_connection_sends_small_writes_at_once(event_loop: str, count: int) -> None:
+    # An answer goes out in two writes (the headers, then the body). With Nagle's algorithm on,
+    # the body waited for the client's delayed ACK of the headers: about 40 ms on every request
+    # after the first on a kept-alive connection (the admin UI, the CLI, an API client). The
+    # sockets `pressloop serve` listens on, the first process's and those the others rebuild
+    # from a descriptor (`serve --fd`), served by the loop `serve` runs, turn it off.
+    sockets = reuse_port_sockets("127.0.0.1", 0, count)
+    served = sockets[:1] + [socket.socket(fileno=os.dup(s.fileno())) for s in sockets[1:]]
+    loop = serving_loop(Settings(event_loop=event_loop))
+    seen: list[tuple[int, int]] = []
+
+    async def connect_until_every_socket_accepted() -> None:
+        servers = [
+            await loop.create_server(lambda i=i: _Accepted(i, seen), sock=sock)
+            for i, sock in enumerate(served)
+        ]
+        try:
+            port = sockets[0].getsockname()[1]
+            for _ in range(TURNS):
+                _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                await asyncio.sleep(0.01)
+                if {index for index, _ in seen} == set(range(count)):
+                    break
+        finally:
+            for server in servers:
+                server.close()
+
+    try:
+        loop.run_until_complete(connect_until_every_socket_accepted())
+    finally:
+        loop.close()
+        for sock in sockets[1:]:
+            sock.close()
+    assert {index for index, _ in seen} == set(range(count)), seen
+    assert all(nodelay for _, nodelay in seen), seen

@@ -159,7 +159,9 @@ class ScriptedServer:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> Self:
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP: asyncio then turns Nagle off, as a real provider does (an answer in two
+        # writes would otherwise wait ~40 ms for the delayed ACK on a kept-alive connection).
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._socket.bind(("127.0.0.1", 0))
         routes = [Route(self.path, self._handle, methods=["POST"])]
         if self.models_path is not None:
