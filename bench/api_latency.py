@@ -3,10 +3,12 @@ the admin UI, the CLI and API clients send them), against a new connection each 
 
 A real `pressloop serve` (SQLite, the scripted model, no WordPress), with one serving process
 and with two (`PRESSLOOP_SERVE_PROCESSES=2`: the second gets its socket as a descriptor), beside
-the floor of its serving stack: uvicorn and FastAPI answering one JSON route, on a socket uvicorn
-makes itself. Each round sends every case's requests one after the other from one client
-(httpx), the servers in turn, so that all of them sample the same stretches of a shared
-machine; the table gives each case's median and p99 over every round.
+the floor of its serving stack: uvicorn and FastAPI answering one JSON route on asyncio's loop,
+once on a socket that says TCP and once on one that does not (Nagle's algorithm then stays on,
+as it did for `pressloop serve` before its sockets said TCP). Each round sends every case's
+requests one after the other from one client (httpx), the servers in turn, so that all of them
+sample the same stretches of a shared machine; the table gives each case's median and p99 over
+every round.
 
 A server whose answers (headers, then body) go out with Nagle's algorithm on shows about 40 ms
 on every kept-alive request but the first: the body waits for the client's delayed ACK.
@@ -32,7 +34,7 @@ from pathlib import Path
 import httpx
 
 from bench.common import ROOT, code_version, machine_facts, percentile, table
-from bench.peers.streaming import cpu, cpu_line
+from bench.peers.streaming import cpu, cpu_line, free_port
 
 READY_LIMIT_S = 120.0
 
@@ -68,12 +70,6 @@ def serve_floor(port: int, nagle: bool) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, proto)
     sock.bind(("127.0.0.1", port))
     uvicorn.Server(config).run(sockets=[sock])
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass
