@@ -87,6 +87,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="workload 3: a setting of Pressloop's `pressloop serve` for an experiment (e.g. "
         "PRESSLOOP_COMMIT_THREAD=false); repeat for more (the report's command line shows them)",
     )
+    parser.add_argument(
+        "--model-relay",
+        action="store_true",
+        help="workload 3: Pressloop's model calls through a relay process that only passes "
+        "bytes and notes when it read each first token (bench/peers/token_relay.py): how soon "
+        "a process with no other work could have had it, under the same load",
+    )
     parser.add_argument("--sizes", type=_ints, default=[10, 1000, 100_000])
     parser.add_argument("--growth-turns", type=int, default=90)
     parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES, help="an admin connection")
@@ -137,6 +144,7 @@ async def run(options: argparse.Namespace, logs: Path, results: dict[str, Any]) 
             model_port=port,
             serve_processes=options.serve_processes,
             pressloop_env=dict(s.split("=", 1) for s in options.pressloop_env),
+            model_relay=options.model_relay,
         )
         for workload in options.workloads:
             results["load"][workload] = facts.load()

@@ -166,7 +166,47 @@ def streaming_section(results: dict[str, Any], verdicts: list[Verdict]) -> list[
             "",
             table(round_head, by_round),
         ]
-    return out
+    return out + relay_section(results)
+
+
+def relay_section(results: dict[str, Any]) -> list[str]:
+    """With `--model-relay`: each of Pressloop's repeats beside the relay's reads of the same
+    first tokens (nothing when the run had no relay)."""
+    rows = []
+    for database, saved in results.items():
+        for i, run in enumerate(_repeats(saved.get("pressloop", []))):
+            reads = run.get("relay_read_ms")
+            if not reads:
+                continue
+            firsts = run["first_ms"]
+            rows.append(
+                [
+                    str(run.get("round", i + 1)),
+                    DB_NAMES[database],
+                    f"{run['busy_loop_ms']:.0f}" if "busy_loop_ms" in run else "-",
+                    f"{percentile(firsts, 50):.1f} / {percentile(firsts, 99):.1f}",
+                    f"{percentile(reads, 50):.2f} / {percentile(reads, 99):.2f} / {max(reads):.2f}",
+                    f"{len(reads)}/{len(firsts)}",
+                    f"{run['relay_cpu_ms']:.2f}",
+                ]
+            )
+    if not rows:
+        return []
+    head = ["round", "database", "busy loop at its start (ms)"]
+    head += ["Pressloop first frame median / p99 (ms)"]
+    head += ["relay read median / p99 / max (ms)", "first tokens the relay read"]
+    head += ["relay CPU a turn, its whole life (ms)"]
+    return [
+        "",
+        "Pressloop's model calls went through a relay (`--model-relay`, "
+        "bench/peers/token_relay.py): a process that passes every byte of every model call and "
+        "notes when it read each first token. Beside Pressloop's first frame, how long after the "
+        "model server's write a process with no other work had the same tokens, under the same "
+        "load: the floor of a design that takes a token's work out of the busy processes "
+        "(Pressloop's own figure here includes the relay's hop):",
+        "",
+        table(head, rows),
+    ]
 
 
 def _streaming_verdict(database: str, ours: list[dict[str, Any]], rounds: list[_Repeat]) -> Verdict:

@@ -24,6 +24,9 @@ class Context:
     serve_processes: int = 1
     # Streaming: more settings of `pressloop serve`, for an experiment (`--pressloop-env`).
     pressloop_env: dict[str, str] = field(default_factory=dict)
+    # Streaming: Pressloop's model calls through a relay that notes when it read each first token
+    # (`--model-relay`, token_relay.py).
+    model_relay: bool = False
 
     def log(self, name: str) -> Path:
         return self.log_dir / f"{name}.log"

@@ -11,6 +11,7 @@ the difference is the time the token took to cross the system.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import sys
@@ -271,13 +272,26 @@ async def stream_system(
     model = base_url(ctx.model_port, latency_ms=LATENCY_MS, gap_ms=GAP_MS)
     if key == "direct":
         return await _direct(model, streams)
-    async with fresh_target(database, ctx.admin_url, ctx.data_dir, model) as target:
+    async with (
+        fresh_target(database, ctx.admin_url, ctx.data_dir, model) as target,
+        contextlib.AsyncExitStack() as stopping,
+    ):
         port = free_port()
         suffix = "" if round_ is None else f"-r{round_}"
         log = ctx.log(f"streaming-{key}-{database}{suffix}")
+        relay: Process | None = None
         if key == "pressloop":
+            settings = dict(ctx.pressloop_env)
+            if ctx.model_relay:
+                relay, relay_port = await _token_relay(
+                    ctx, ctx.log(f"token-relay-{database}{suffix}")
+                )
+                stopping.push_async_callback(relay.stop)  # a no-op once it gave its result
+                settings["PRESSLOOP_BASE_URL"] = base_url(
+                    relay_port, latency_ms=LATENCY_MS, gap_ms=GAP_MS
+                )
             server, kind = await _pressloop_server(
-                target, port, log, profile, ctx.serve_processes, ctx.pressloop_env
+                target, port, log, profile, ctx.serve_processes, settings
             )
         else:
             server, kind = await _peer_server(key, target, port, log)
@@ -309,7 +323,28 @@ async def stream_system(
             peak = served_rss_mb(server.proc.pid) if server.proc.returncode is None else None
         finally:
             await server.stop()
-    return _outcome(outcomes, streams, wall, peak, kind, cpu)
+        relayed = None if relay is None else await relay.result()
+    outcome = _outcome(outcomes, streams, wall, peak, kind, cpu)
+    if relayed is not None:
+        outcome.update(relay_reads(outcome["stamp_ns"], relayed, streams))
+    return outcome
+
+
+async def _token_relay(ctx: Context, log: Path) -> tuple[Process, int]:
+    """The relay in front of the model server (`--model-relay`), started before Pressloop."""
+    args = [sys.executable, "-m", "bench.peers.token_relay", "--upstream", str(ctx.model_port)]
+    relay = await Process.start(args, name="token relay", log=log)
+    return relay, int(await relay.line("listening", timeout_s=60))
+
+
+def relay_reads(stamps: list[int], relayed: dict[str, Any], streams: int) -> dict[str, Any]:
+    """For each first token the client timed, when the relay had read it (ms after the model
+    server wrote it), in the same order; and the relay's CPU over its life, per stream."""
+    read_at = {int(stamp): int(read) for stamp, read in relayed["reads"]}
+    return {
+        "relay_read_ms": [(read_at[s] - s) / 1e6 for s in stamps if s in read_at],
+        "relay_cpu_ms": 1000 * float(relayed["cpu_s"]) / streams,
+    }
 
 
 async def _direct(model_url: str, streams: int) -> dict[str, Any]:
