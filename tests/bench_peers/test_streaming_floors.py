@@ -117,3 +117,25 @@ def test_each_round_shows_how_fast_the_machine_was_before_it() -> None:
 
 def test_the_machine_speed_is_a_busy_loop_in_milliseconds() -> None:
     assert 1.0 < streaming.machine_speed_ms() < 10_000.0
+
+
+def test_the_report_shows_the_relays_reads_beside_pressloops_first_frames() -> None:
+    """With `--model-relay`: each of Pressloop's repeats beside the relay's reads of the same
+    first tokens, and the relay's CPU."""
+    runs = [
+        {**_run(firsts), "serving": "pressloop-2", "round": n, **relay}
+        for n, firsts, relay in (
+            (1, [1.0, 2.0, 40.0], {"relay_read_ms": [0.1, 0.2, 3.5], "relay_cpu_ms": 1.5}),
+            (2, [1.0, 2.0, 30.0], {"relay_read_ms": [0.1, 0.4, 4.5], "relay_cpu_ms": 1.2}),
+        )
+    ]
+    text = "\n".join(report_streaming.streaming_section({"postgres": {"pressloop": runs}}, []))
+    assert "relay read median / p99 / max (ms)" in text
+    assert "| 1 | PostgreSQL | - | 2.0 / 40.0 | 0.20 / 3.50 / 3.50 | 3/3 | 1.50 |" in text
+    assert "| 2 | PostgreSQL | - | 2.0 / 30.0 | 0.40 / 4.50 / 4.50 | 3/3 | 1.20 |" in text
+
+
+def test_a_run_without_the_relay_has_no_relay_table() -> None:
+    runs = [{**_run([1.0, 2.0, 40.0]), "serving": "pressloop"}]
+    text = "\n".join(report_streaming.streaming_section({"sqlite": {"pressloop": runs}}, []))
+    assert "relay read" not in text

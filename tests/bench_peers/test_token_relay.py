@@ -1,6 +1,6 @@
 """The relay in front of the model server (`--model-relay`): every byte each way, through the
 real `openai` SDK, and the time it read each first-token stamp; its process's protocol; and
-the report's table of its reads beside Pressloop's first frames."""
+each timed first token matched with its read (the report's table: test_streaming_floors.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 import openai
 import pytest
 
-from bench.peers import report_streaming, streaming
+from bench.peers import streaming
 from bench.peers.model_server import FINAL_WORDS, STAMP, ModelServer, base_url
 from bench.peers.procs import ROOT, child_env
 from bench.peers.token_relay import TokenRelay
@@ -116,33 +116,3 @@ def test_each_timed_first_token_gets_the_relays_read_in_the_same_order() -> None
     # 300 never passed the relay (a stream it did not carry): no figure, nothing invented.
     assert reads["relay_read_ms"] == [0.7, 2.1]
     assert reads["relay_cpu_ms"] == 2.0
-
-
-def _pressloop_run(first_ms: list[float], **more: object) -> dict[str, object]:
-    return {
-        "first_ms": first_ms,
-        "finished": len(first_ms),
-        "streams": len(first_ms),
-        "turn_s": [1.0],
-        "peak_rss_mb": None,
-        "server_cpu_ms": 20.0,
-        "serving": "pressloop-2",
-        **more,
-    }
-
-
-def test_the_report_shows_the_relays_reads_beside_pressloops_first_frames() -> None:
-    runs = [
-        _pressloop_run([1.0, 2.0, 40.0], round=1, relay_read_ms=[0.1, 0.2, 3.5], relay_cpu_ms=1.5),
-        _pressloop_run([1.0, 2.0, 30.0], round=2, relay_read_ms=[0.1, 0.4, 4.5], relay_cpu_ms=1.2),
-    ]
-    text = "\n".join(report_streaming.streaming_section({"postgres": {"pressloop": runs}}, []))
-    assert "relay read median / p99 / max (ms)" in text
-    assert "| 1 | PostgreSQL | - | 2.0 / 40.0 | 0.20 / 3.50 / 3.50 | 3/3 | 1.50 |" in text
-    assert "| 2 | PostgreSQL | - | 2.0 / 30.0 | 0.40 / 4.50 / 4.50 | 3/3 | 1.20 |" in text
-
-
-def test_a_run_without_the_relay_has_no_relay_table() -> None:
-    runs = [_pressloop_run([1.0, 2.0, 40.0])]
-    text = "\n".join(report_streaming.streaming_section({"sqlite": {"pressloop": runs}}, []))
-    assert "relay read" not in text
