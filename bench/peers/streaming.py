@@ -334,7 +334,11 @@ async def _token_relay(ctx: Context, log: Path) -> tuple[Process, int]:
     """The relay in front of the model server (`--model-relay`), started before Pressloop."""
     args = [sys.executable, "-m", "bench.peers.token_relay", "--upstream", str(ctx.model_port)]
     relay = await Process.start(args, name="token relay", log=log)
-    return relay, int(await relay.line("listening", timeout_s=60))
+    try:
+        return relay, int(await relay.line("listening", timeout_s=60))
+    except BaseException:
+        relay.kill()
+        raise
 
 
 def relay_reads(stamps: list[int], relayed: dict[str, Any], streams: int) -> dict[str, Any]:

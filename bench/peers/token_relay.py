@@ -73,6 +73,9 @@ class _Downstream(asyncio.Protocol):
         except OSError:
             self.transport.close()
             return
+        if self.transport.is_closing():  # the client went away while this connected
+            up.close()
+            return
         self.up = cast(asyncio.Transport, up)
         for data in self.held:
             self.up.write(data)
