@@ -30,6 +30,7 @@ from typing import cast
 import uvloop
 
 from bench.peers.model_server import STAMP
+from bench.peers.streaming import cpu_s
 
 
 class _Upstream(asyncio.Protocol):
@@ -112,11 +113,6 @@ class TokenRelay:
             await self._server.wait_closed()
 
 
-def cpu_s() -> float:
-    times = os.times()
-    return times.user + times.system
-
-
 async def _serve(upstream: int, port: int) -> None:
     relay = TokenRelay(upstream)
     print(f"listening {await relay.start(port)}", flush=True)
@@ -126,7 +122,7 @@ async def _serve(upstream: int, port: int) -> None:
     while line := await reader.readline():
         if line.strip() == b"result":
             reads = sorted(relay.reads.items())
-            print("RESULT " + json.dumps({"reads": reads, "cpu_s": cpu_s()}), flush=True)
+            print("RESULT " + json.dumps({"reads": reads, "cpu_s": cpu_s(os.getpid())}), flush=True)
             break
     await relay.close()
 

@@ -22,8 +22,7 @@ from bench.peers.model_server import (
     base_url,
     tool_results,
 )
-
-TOOLS: Any = [{"type": "function", "function": {"name": "noop", "parameters": {"type": "object"}}}]
+from tests.bench_peers.model_script import TOOLS, transcript
 
 
 @pytest.fixture
@@ -32,15 +31,6 @@ async def server() -> AsyncIterator[tuple[ModelServer, int]]:
     port = await model.start()
     yield model, port
     await model.close()
-
-
-def transcript(rounds: int, message: str = "go") -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": message}]
-    for n in range(rounds):
-        call = {"id": f"c{n}", "type": "function", "function": {"name": "noop", "arguments": "{}"}}
-        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": "ok"})
-    return messages
 
 
 def read_stats(port: int) -> dict[str, Any]:

@@ -9,7 +9,6 @@ import json
 import sys
 import time
 from collections.abc import AsyncIterator
-from typing import Any
 
 import openai
 import pytest
@@ -18,17 +17,7 @@ from bench.peers import streaming
 from bench.peers.model_server import FINAL_WORDS, STAMP, ModelServer, base_url
 from bench.peers.procs import ROOT, child_env
 from bench.peers.token_relay import TokenRelay
-
-TOOLS: Any = [{"type": "function", "function": {"name": "noop", "parameters": {"type": "object"}}}]
-
-
-def transcript(rounds: int) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
-    for n in range(rounds):
-        call = {"id": f"c{n}", "type": "function", "function": {"name": "noop", "arguments": "{}"}}
-        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": "ok"})
-    return messages
+from tests.bench_peers.model_script import TOOLS, transcript
 
 
 @pytest.fixture
