@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pressloop.api import create_app
+from pressloop.api.handover import HandingOverProtocol
 from pressloop.cli_checks import site_credentials
 from pressloop.config import Settings
 from pressloop.errors import PressloopError
@@ -28,6 +29,7 @@ from pressloop.runtime import collector
 from pressloop.runtime.loop_lanes import LanesLoop
 from pressloop.runtime.service import Service
 from pressloop.serve_processes import ServingProcesses, reuse_port_sockets, shared_env
+from pressloop.streamer.launch import StreamProcesses
 from pressloop.ui import mount_ui
 
 if TYPE_CHECKING:
@@ -138,7 +140,16 @@ async def serve_api(
         settings, site = await local_wordpress(console, settings)
     if settings.wp_url and fd is None:
         await check_site(console, settings)
-    service = await Service.open(settings)
+    streamer: StreamProcesses | None = None
+    if settings.stream_process and fd is None:
+        streamer = StreamProcesses.start(settings)
+        settings = streamer.processes[0].pointed(settings)
+    try:
+        service = await Service.open(settings)
+    except BaseException:
+        if streamer is not None:
+            await asyncio.to_thread(streamer.stop)
+        raise
     others: ServingProcesses | None = None
     unwatch_gc: Callable[[], None] | None = None
     stop_young: Callable[[], None] | None = None
@@ -149,7 +160,9 @@ async def serve_api(
         service.runs_turns = settings.serve_runs
         app = mount_ui(create_app(service, run_worker=settings.serve_runs, run_scheduler=True))
         mount_mcp(app, service)  # MCP over streamable HTTP at /mcp
-        server = Server(uvicorn.Config(app, log_level="info", log_config=None))
+        # With a stream process, each request is lent its connection (`api/handover.py`).
+        http = HandingOverProtocol if settings.streamer_control else "auto"
+        server = Server(uvicorn.Config(app, log_level="info", log_config=None, http=http))
         # Before serving: the model SDK loaded and the start-up heap frozen, so neither the first
         # turn nor a full collection under load stops the loop for long (runtime/collector.py).
         unwatch_gc = collector.settle_process(settings, service.metrics, collector.SERVE_THRESHOLDS)
@@ -168,7 +181,8 @@ async def serve_api(
         if not settings.serve_runs:
             console.print("Turns run only in `pressloop worker`s (PRESSLOOP_SERVE_RUNS=0)")
         if len(sockets) > 1:
-            others = ServingProcesses(sockets[1:], shared_env(settings))
+            extra = [p.env() for p in streamer.processes[1:]] if streamer is not None else None
+            others = ServingProcesses(sockets[1:], shared_env(settings), extra)
             console.print(f"{len(sockets)} serving processes share the port", soft_wrap=True)
             if service.database.is_sqlite:
                 console.print(
@@ -181,6 +195,8 @@ async def serve_api(
         if others is not None:
             await asyncio.to_thread(others.stop)
         await service.close()
+        if streamer is not None:
+            await asyncio.to_thread(streamer.stop)
         if unwatch_gc is not None:
             unwatch_gc()
         if stop_young is not None:

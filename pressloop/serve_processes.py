@@ -75,13 +75,20 @@ def shared_env(settings: Settings) -> dict[str, str]:
 class ServingProcesses:
     """The other serving processes, one socket each; stopped with the first."""
 
-    def __init__(self, sockets: list[socket.socket], env: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        sockets: list[socket.socket],
+        env: Mapping[str, str],
+        own_env: list[dict[str, str]] | None = None,
+    ) -> None:
+        """`own_env`: each process's own settings beside `env` (its stream process's)."""
         self.processes: list[subprocess.Popen[bytes]] = []
         base = {**os.environ, **env, "PRESSLOOP_SERVE_PROCESSES": "1"}
-        for sock in sockets:
+        for index, sock in enumerate(sockets):
             fd = sock.fileno()
             command = [sys.executable, "-m", "pressloop.cli", "serve", "--fd", str(fd)]
-            self.processes.append(subprocess.Popen(command, pass_fds=(fd,), env=base))
+            own = own_env[index] if own_env else {}
+            self.processes.append(subprocess.Popen(command, pass_fds=(fd,), env={**base, **own}))
             # The child has it now; a copy kept here would keep a stopped child's socket
             # receiving connections nobody accepts.
             sock.close()

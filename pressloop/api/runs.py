@@ -13,6 +13,7 @@ from pydantic.json_schema import SkipJsonSchema
 from pressloop.api.auth import SESSION_COOKIE, UI_HEADER, Operator, ServiceDep, Viewer, bearer
 from pressloop.api.bounds import MAX_INT, Id, IdFilter
 from pressloop.api.errors import error_responses
+from pressloop.api.handover import run_stream
 from pressloop.api.schemas import RunAccepted, RunCreate, RunOut, RunResult
 from pressloop.api.sse import (
     LastEventId,
@@ -106,9 +107,7 @@ async def post_run(
             f"(run {run.id})"
         )
     if body.mode == "stream":
-        return event_stream(
-            request, run.id, start=start_after, subscription=submission.subscription
-        )
+        return run_stream(request, run.id, start=start_after, subscription=submission.subscription)
     if body.mode == "background":
         return _json(RunAccepted(run=RunOut.of(run)), 202, replayed)
     run = await service.wait(run.id)

@@ -139,7 +139,7 @@ def frame_id(event: Event) -> str:
 PARKED_RETRY_MS = 15_000
 
 
-def _frame(event: Event) -> ServerSentEvent:
+def frame(event: Event) -> ServerSentEvent:
     parked = (
         event.type is EventType.RUN_FINISHED
         and event.data.get("status") == RunStatus.WAITING_APPROVAL.value
@@ -168,12 +168,12 @@ async def _frames(
             parts=start.parts,
             subscription=subscription,
             # A text delta of a turn running here goes out from the turn's task (`sse_now.py`).
-            send_now=lambda event: writer.send_now(_frame(event)),
+            send_now=lambda event: writer.send_now(frame(event)),
         )
         async for event in events:
-            frame = _frame(event)
+            next_frame = frame(event)
             await writer.settled()  # a frame sent from another task is on the wire first
-            yield frame
+            yield next_frame
         await writer.settled()
     finally:
         tracker.closed()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings
 
 from pressloop.config.env import env as _env
@@ -30,6 +30,15 @@ class ServingTuning(BaseSettings):
     # processes' writes wait for each other's lock).
     serve_processes: int = Field(
         default=1, ge=1, le=64, validation_alias=_env("PRESSLOOP_SERVE_PROCESSES")
+    )
+    # `pressloop serve` starts a stream process (`pressloop/streamer`) beside its serving
+    # processes: a person's streamed tokens are read and written by a process that runs no turns.
+    stream_process: bool = Field(default=False, validation_alias=_env("PRESSLOOP_STREAM_PROCESS"))
+    # Set by the first serving process for the others: the stream process's unix socket for
+    # streams handed over, and the base URL (with its secret) for relayed model calls.
+    streamer_control: str = Field(default="", validation_alias=_env("PRESSLOOP_STREAMER_CONTROL"))
+    streamer_relay: SecretStr = Field(
+        default=SecretStr(""), validation_alias=_env("PRESSLOOP_STREAMER_RELAY")
     )
     # The cyclic garbage collector's thresholds in `pressloop serve` and `pressloop worker`
     # (`runtime/collector.py`): three numbers, `gc.set_threshold`'s; '' for the process's own.

@@ -7,7 +7,7 @@ network errors) and nothing else.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -23,6 +23,16 @@ class ToolSpec:
     parameters: dict[str, Any]
 
 
+@dataclass(kw_only=True, frozen=True)
+class RelayRoute:
+    """A streamed call's way through the stream process (`pressloop.streamer`), which reads the
+    answer's text for a person watching the run: the base URL to call instead of the
+    provider's own, while `alive()` (else the call goes straight to the provider)."""
+
+    base_url: str
+    alive: Callable[[], bool]
+
+
 @dataclass(kw_only=True)
 class ModelRequest:
     system: str
@@ -31,6 +41,9 @@ class ModelRequest:
     max_output_tokens: int | None = None
     # For models without tool calling that support constrained decoding (the JSON protocol).
     response_schema: dict[str, Any] | None = None
+    # Set by the runtime on a streamed call someone watches through the stream process; an
+    # adapter that cannot be relayed ignores it.
+    relay: RelayRoute | None = None
 
 
 @dataclass(kw_only=True)

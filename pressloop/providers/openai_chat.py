@@ -44,6 +44,8 @@ from pressloop.providers.wire import (
 )
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+# On a relayed call: the provider's base URL, where the stream process passes the call on.
+UPSTREAM_HEADER = "X-Pressloop-Upstream"
 ERRORS = SDKErrors.of(openai, openai.OpenAIError)
 
 
@@ -139,7 +141,7 @@ class _PartialCall:
     arguments: str = ""
 
 
-class _StreamState:
+class StreamState:
     """Accumulates one streamed answer: text, tool calls by index, usage, finish reason."""
 
     def __init__(self) -> None:
@@ -186,6 +188,12 @@ class _StreamState:
             finish_reason=self.finish_reason,
             model=self.model or default_model,
         )
+
+
+def read_chunk(state: StreamState, provider: str, chunk: object) -> str:
+    """One streamed chunk (as the SDK decoded it) added to `state`: the text it adds, the one
+    delta the engine emits for it. The stream process cuts a relayed answer with this too."""
+    return state.add(parse(provider, _Chunk, chunk, "a stream chunk of the wrong shape"))
 
 
 class OpenAIChatProvider(SDKProvider):
@@ -238,15 +246,14 @@ class OpenAIChatProvider(SDKProvider):
         )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
-        state = _StreamState()
+        state = StreamState()
         with translated(self._name, ERRORS, what="a stream event"):
             chunks = await self._create(request, stream=True)
             if not isinstance(chunks, openai.AsyncStream):
                 raise garbage(self._name, "a plain body where an event stream was expected")
             async with chunks:
                 async for chunk in chunks:
-                    what = "a stream chunk of the wrong shape"
-                    text = state.add(parse(self._name, _Chunk, chunk, what))
+                    text = read_chunk(state, self._name, chunk)
                     if text:
                         yield TextDelta(text=text)
         if state.finish_reason is None and not state.calls and not "".join(state.text):
@@ -270,7 +277,15 @@ class OpenAIChatProvider(SDKProvider):
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
-        return await self._client.post(
+        client = self._client
+        if stream and request.relay is not None and request.relay.alive():
+            # The same pool, another address: the stream process passes the call on
+            # (`pressloop.streamer.relay`), told where to (the key travels in the headers).
+            client = client.with_options(
+                base_url=request.relay.base_url,
+                default_headers={UPSTREAM_HEADER: self._base_url},
+            )
+        return await client.post(
             "/chat/completions",
             content=self._bodies.encode(body, request.tools),
             cast_to=object,

@@ -10,6 +10,7 @@ names that would meet on the wire are told apart by a suffix and nothing is kept
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections.abc import AsyncIterator, Iterable
@@ -68,13 +69,7 @@ class ToolNameMap:
             for t in request.tools
         ]
         messages = [self._message(m) for m in request.messages]
-        return ModelRequest(
-            system=request.system,
-            messages=messages,
-            tools=tools,
-            max_output_tokens=request.max_output_tokens,
-            response_schema=request.response_schema,
-        )
+        return dataclasses.replace(request, messages=messages, tools=tools)
 
     def response(self, response: ModelResponse) -> ModelResponse:
         calls = [self._call(call, self.back) for call in response.tool_calls]

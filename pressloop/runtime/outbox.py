@@ -95,6 +95,14 @@ class Outbox:
         self._parts = [len(data["delta"])] if delta else []
         return 1 if delta else 0
 
+    def text_position(self, type_: EventType) -> tuple[int, int]:
+        """Where a text delta of `type_` emitted now goes: after event `base`, as part
+        `offset + 1` of the event after it (`offset` > 0: it joins the delta queued last)."""
+        last = self.events[-1] if self.events else None
+        if last is not None and self._parts and last.type is type_:
+            return self.seq - 1, len(self._parts)
+        return self.seq, 0
+
     @property
     def unsaved(self) -> bool:
         """Events or a checkpoint wait for a commit (nobody waits for them)."""

@@ -55,6 +55,7 @@ from pressloop.runtime.outcome import minus, outcome
 from pressloop.runtime.pacing import Pacer
 from pressloop.runtime.reports import after_finish
 from pressloop.runtime.session import RunSession
+from pressloop.runtime.stream_relays import StreamRelays
 from pressloop.runtime.turn_deps import TurnDeps
 from pressloop.runtime.usage_buffer import UsageBuffer
 from pressloop.store import run_finish
@@ -90,6 +91,8 @@ class Runner:
     metrics: Metrics = field(default_factory=Metrics)
     # Spans of each attempt, model call and action (None: tracing is off, nothing is traced).
     tracer: Tracer | None = field(default_factory=tracing.tracer)
+    # The runs whose streams the stream process writes (`runtime/stream_relays.py`).
+    relays: StreamRelays = field(default_factory=lambda: StreamRelays(""))
     # The runs this process runs now, by id.
     sessions: dict[str, RunSession] = field(default_factory=dict, init=False)
     usage: UsageBuffer = field(init=False)
@@ -307,6 +310,7 @@ class Runner:
             monotonic=self.monotonic,
             tracer=self.tracer,
             pacer=self.pacer,
+            relays=self.relays,
         ).build(run, context, provider, session)
         deps.prompt.mcp_tool_catalog = notes
         parts.deps = deps

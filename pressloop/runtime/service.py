@@ -33,6 +33,7 @@ from pressloop.runtime.runner import Runner
 from pressloop.runtime.service_admin import ServiceAdmin
 from pressloop.runtime.service_runs import ServiceRuns
 from pressloop.runtime.spawn import Spawner
+from pressloop.runtime.stream_relays import StreamRelays
 from pressloop.runtime.undo import Undo
 from pressloop.runtime.wiring import cached_provider, default_actions, wire_actions
 from pressloop.runtime.worker import Worker
@@ -90,6 +91,7 @@ class Service(ServiceRuns, OverviewReads, ServiceAdmin):
             outside_tools=self.mcp_tools.refresh,
             now=now,
             metrics=self.metrics,
+            relays=StreamRelays(settings.streamer_relay.get_secret_value()),
         )
         self.metrics.know_actions(lambda name: self.registry.get(name) is not None)
         self._provider = provider

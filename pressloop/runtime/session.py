@@ -75,6 +75,10 @@ class RunSession:
         """The run's newest event number."""
         return self._outbox.seq
 
+    def text_position(self) -> tuple[int, int]:
+        """Where the next `message` delta goes (`Outbox.text_position`)."""
+        return self._outbox.text_position(EventType.MESSAGE)
+
     @property
     def failure(self) -> BaseException | None:
         """Why a write failed, if one did: after that the session writes nothing more."""

@@ -26,6 +26,7 @@ from pressloop.runtime.ledger import SessionLedger
 from pressloop.runtime.observed import ObservedActions, ObservedProvider, TurnSpans
 from pressloop.runtime.pacing import Pacer
 from pressloop.runtime.session import RunSession
+from pressloop.runtime.stream_relays import RelayedStreams, StreamRelays
 from pressloop.runtime.stream_urgency import UrgentStreams
 from pressloop.store.records import RunRecord
 
@@ -42,6 +43,7 @@ class TurnDeps:
     monotonic: Monotonic
     tracer: Tracer | None
     pacer: Pacer | None
+    relays: StreamRelays
 
     def build(
         self, run: RunRecord, context: RunContext, provider: Provider, session: RunSession
@@ -53,7 +55,12 @@ class TurnDeps:
         return EngineDeps(
             # Tokens, each call; the budget's check is outside the call's measured time.
             provider=RunBudget(counting=self.counting, run=run).guarded(
-                ObservedProvider(UrgentStreams(provider), self.metrics, self.monotonic, spans)
+                ObservedProvider(
+                    UrgentStreams(self._relayed(provider, run, session)),
+                    self.metrics,
+                    self.monotonic,
+                    spans,
+                )
             ),
             actions=ObservedActions(self._executor(run, session), self.metrics, spans),
             history=context.history,
@@ -73,6 +80,12 @@ class TurnDeps:
             answer_from_results=self._answers_from_results(provider),
             pace=self.pacer.turn if self.pacer is not None else no_pace,
         )
+
+    def _relayed(self, provider: Provider, run: RunRecord, session: RunSession) -> Provider:
+        """Through the stream process while a person streams the run there."""
+        if not self.relays.enabled:
+            return provider
+        return RelayedStreams(provider, self.relays, run.id, session.text_position)
 
     def _answers_from_results(self, provider: Provider) -> bool:
         setting = self.settings.answer_from_results

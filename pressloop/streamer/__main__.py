@@ -1,0 +1,5 @@
+import sys
+
+from pressloop.streamer.process import main
+
+sys.exit(main())

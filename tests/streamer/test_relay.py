@@ -1,0 +1,111 @@
+"""The stream process's relay between the official `openai` SDK and a server speaking OpenAI's
+real wire protocol: the answer passes unchanged, its text is cut on the way into the parts the
+engine emits, and nobody without the secret gets through."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import openai
+import pytest
+
+from pressloop.providers.openai_chat import UPSTREAM_HEADER
+from pressloop.streamer.relay import Relay
+from pressloop.streamer.streams import Streams
+from tests.support.processes import free_port
+from tests.wire.fixtures import openai_server, openai_server_session  # noqa: F401
+from tests.wire.openai_server import FakeOpenAIServer
+from tests.wire.scripted_server import Reply
+
+SECRET = "s3cret-for-the-test"
+PIECES = ("Hel", "lo, ", "wor", "ld.")
+
+
+@pytest.fixture
+async def relay() -> AsyncIterator[tuple[str, Streams]]:
+    streams = Streams()
+    relay = Relay(streams, SECRET, timeout_s=5)
+    server = await asyncio.get_running_loop().create_server(relay.protocol, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}/relay", streams
+    finally:
+        server.close()
+
+
+def client(base_url: str, upstream: str) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(
+        api_key="sk-relayed",
+        base_url=base_url,
+        max_retries=0,
+        default_headers={UPSTREAM_HEADER: upstream},
+    )
+
+
+async def test_a_relayed_answer_arrives_whole_and_its_text_is_read_on_the_way(
+    relay: tuple[str, Streams],
+    openai_server: FakeOpenAIServer,  # noqa: F811
+) -> None:
+    root, streams = relay
+    openai_server.push(Reply(text="".join(PIECES), deltas=PIECES), Reply(text="Again."))
+    sdk = client(f"{root}/{SECRET}/key1/3/0", openai_server.base_url)
+    chunks = await sdk.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+    )
+    texts = [c.choices[0].delta.content async for c in chunks if c.choices]
+    assert "".join(t or "" for t in texts) == "".join(PIECES)
+    # Its text was kept for the stream `key1` while the call lasted (a hand-over may follow the
+    # call's start); no stream opened before the call ended: nothing is kept.
+    assert streams.get("key1") is None
+    # The same kept-alive connection carries the next call; the provider saw the SDK's own.
+    again = await sdk.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hi"}]
+    )
+    assert again.choices[0].message.content == "Again."
+    first = openai_server.requests[0]
+    assert first.path == "/v1/chat/completions"
+    assert first.headers["authorization"] == "Bearer sk-relayed"
+    assert first.headers["host"] == openai_server.base_url.split("//")[1].split("/")[0]
+    assert not any(name.lower().startswith("x-pressloop") for name in first.headers)
+    await sdk.close()
+
+
+async def test_the_parts_are_those_the_adapter_cuts(
+    relay: tuple[str, Streams],
+    openai_server: FakeOpenAIServer,  # noqa: F811
+) -> None:
+    root, streams = relay
+    stream = streams.for_call("key2")  # the stream the call's text goes to
+    openai_server.push(Reply(text="".join(PIECES), deltas=PIECES))
+    sdk = client(f"{root}/{SECRET}/key2/3/0", openai_server.base_url)
+    chunks = await sdk.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+    )
+    async for _ in chunks:
+        pass
+    call = stream.position.call
+    assert call is not None and (call.base, call.offset) == (3, 0)
+    assert call.texts == list(PIECES)
+    await sdk.close()
+
+
+async def test_without_the_secret_nothing_passes(
+    relay: tuple[str, Streams],
+    openai_server: FakeOpenAIServer,  # noqa: F811
+) -> None:
+    root, _ = relay
+    sdk = client(f"{root}/not-the-secret/key/0/0", openai_server.base_url)
+    with pytest.raises(openai.NotFoundError):
+        await sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+    assert openai_server.requests == []
+    await sdk.close()
+
+
+async def test_a_provider_out_of_reach_is_a_bad_gateway(relay: tuple[str, Streams]) -> None:
+    root, _ = relay
+    sdk = client(f"{root}/{SECRET}/key/0/0", f"http://127.0.0.1:{free_port()}/v1")
+    with pytest.raises(openai.APIStatusError) as raised:
+        await sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+    assert raised.value.status_code == 502  # retryable, as the provider's own failure is
+    await sdk.close()

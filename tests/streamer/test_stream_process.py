@@ -1,0 +1,168 @@
+"""`PRESSLOOP_STREAM_PROCESS=1`: a real `pressloop serve` hands a submitted run's stream to its
+stream process, whose model calls go through it to a server speaking OpenAI's real wire protocol;
+on both databases.
+
+- The stream carries the answer's parts before their commit (`N.k`: with a stream process the
+  serving process makes none itself), then every event once; the connection stays alive for the
+  next request; the provider got the call as the SDK sent it, nothing of the relay's own.
+- A client that drops after a part and reconnects to another `pressloop serve` with that
+  `Last-Event-ID` gets the rest exactly.
+- A stream process that is gone costs no run: the serving process calls the model itself and
+  streams the run as it would without one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.api.conftest import Frame, events_only, read_frames
+from tests.support.serve import Serve, serve_env
+from tests.wire.fixtures import openai_server, openai_server_session  # noqa: F401
+from tests.wire.openai_server import FakeOpenAIServer
+from tests.wire.scripted_server import Reply
+
+SSE = {"Accept": "text/event-stream"}
+ANSWER = "The stream process writes these words as the model sends them, one piece at a time."
+PIECES = tuple(ANSWER[i : i + 7] for i in range(0, len(ANSWER), 7))
+
+
+def text_of(frames: list[Frame]) -> str:
+    return "".join(f.data["data"].get("delta", "") for f in frames if f.event == "message")
+
+
+def whole(frames: list[Frame]) -> list[tuple[int, str]]:
+    return [(f.data["seq"], f.data["type"]) for f in frames if "delta" not in f.data["data"]]
+
+
+def stored_whole(stored: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    return [(e["seq"], e["type"]) for e in stored if "delta" not in e["data"]]
+
+
+def _serve(
+    tmp_path: Path, name: str, database_url: str, model: FakeOpenAIServer, **settings: str
+) -> Serve:
+    home = tmp_path / name
+    home.mkdir()
+    env = serve_env(
+        home / "data",
+        PRESSLOOP_DATABASE_URL=database_url,
+        PRESSLOOP_PROVIDER="openai-compatible",
+        PRESSLOOP_BASE_URL=model.base_url,
+        OPENAI_API_KEY="sk-test-relayed",
+        **settings,
+    )
+    return Serve(home, env, "--no-local-wordpress")
+
+
+def stream_processes(serve: Serve) -> list[int]:
+    """The pids of `serve`'s stream processes (its children running `pressloop.streamer`)."""
+    assert serve.process is not None
+    found = subprocess.run(
+        ["pgrep", "-P", str(serve.process.pid), "-f", "pressloop.streamer"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return [int(pid) for pid in found.stdout.split()]
+
+
+async def _submit_streamed(
+    client: httpx.AsyncClient, token: str, *, until: str | None = None
+) -> list[Frame]:
+    auth = {"Authorization": f"Bearer {token}"}
+    thread = (await client.post("/v1/threads", json={}, headers=auth)).json()["id"]
+    async with client.stream(
+        "POST",
+        f"/v1/threads/{thread}/runs",
+        json={"message": "hello", "mode": "stream"},
+        headers={**auth, **SSE},
+    ) as response:
+        assert response.status_code == 200, await response.aread()
+        stop = (lambda f: f.id == until) if until else None
+        return events_only(await read_frames(response, until=stop))
+
+
+async def test_the_stream_process_writes_the_parts_and_a_reconnect_resumes_exactly(
+    database_url: str,
+    database: object,
+    tmp_path: Path,
+    openai_server: FakeOpenAIServer,  # noqa: F811
+) -> None:
+    # Two answers: one streamed whole, one dropped after a part (a delay first, so the stream
+    # is handed over while the model thinks, as with a real model).
+    openai_server.push(
+        Reply(text=ANSWER, deltas=PIECES, delay_s=0.3),
+        Reply(text=ANSWER, deltas=PIECES, delay_s=0.3),
+    )
+    with _serve(tmp_path, "a", database_url, openai_server, PRESSLOOP_STREAM_PROCESS="1") as a:
+        assert len(stream_processes(a)) == 1
+        async with httpx.AsyncClient(base_url=a.url, timeout=30, trust_env=False) as client:
+            frames = await _submit_streamed(client, a.admin_token)
+            parts = [f for f in frames if isinstance(f.id, str)]
+            # Before their commit, from the stream process (the serving process makes no parts
+            # for a stream it handed over), one a chunk of the model's answer.
+            assert [p.data["data"]["delta"] for p in parts] == list(PIECES)
+            assert text_of(frames) == ANSWER
+            assert frames[-1].event == "run.finished"
+            # The same kept-alive connection serves the next request.
+            assert (await client.get("/healthz")).status_code == 200
+            run_id = frames[0].data["run_id"]
+            auth = {"Authorization": f"Bearer {a.admin_token}"}
+            stored = (await client.get(f"/v1/runs/{run_id}/events", headers=auth)).json()
+            assert whole(frames) == stored_whole(stored)
+
+            cut = parts[3].id  # the client drops after the fourth part
+            token = a.admin_token
+            first = await _submit_streamed(client, a.admin_token, until=str(cut))
+            second_run = first[0].data["run_id"]
+            finished = await client.get(f"/v1/runs/{second_run}", headers=auth)
+            for _ in range(100):
+                if finished.json()["status"] == "succeeded":
+                    break
+                finished = await client.get(f"/v1/runs/{second_run}", headers=auth)
+        relayed = openai_server.requests
+        assert [r.path for r in relayed] == ["/v1/chat/completions"] * 2
+        assert relayed[0].headers["authorization"] == "Bearer sk-test-relayed"
+        assert not any(k.lower().startswith("x-pressloop") for k in relayed[0].headers)
+        assert first[-1].id == cut and text_of(first) == ANSWER[: 4 * 7]
+
+    with _serve(tmp_path, "b", database_url, openai_server, PRESSLOOP_SERVE_RUNS="0") as b:
+        async with httpx.AsyncClient(base_url=b.url, timeout=30, trust_env=False) as client:
+            headers = {"Authorization": f"Bearer {token}", "Last-Event-ID": str(cut)}
+            async with client.stream(
+                "GET", f"/v1/runs/{second_run}/events", headers={**headers, **SSE}
+            ) as response:
+                resumed = events_only(await read_frames(response))
+            stored = (
+                await client.get(
+                    f"/v1/runs/{second_run}/events",
+                    headers={"Authorization": f"Bearer {token}"},
+                )
+            ).json()
+    # Exact: the text seen plus the text resumed is the answer; every other event once.
+    assert text_of(first) + text_of(resumed) == ANSWER
+    assert whole(first) + whole(resumed) == stored_whole(stored)
+
+
+async def test_a_stream_process_that_is_gone_costs_no_run(
+    database_url: str,
+    database: object,
+    tmp_path: Path,
+    openai_server: FakeOpenAIServer,  # noqa: F811
+) -> None:
+    openai_server.push(Reply(text=ANSWER, deltas=PIECES))
+    with _serve(tmp_path, "a", database_url, openai_server, PRESSLOOP_STREAM_PROCESS="1") as a:
+        [pid] = stream_processes(a)
+        os.kill(pid, signal.SIGKILL)  # before the turn: its serving process finds it gone
+        async with httpx.AsyncClient(base_url=a.url, timeout=30, trust_env=False) as client:
+            frames = await _submit_streamed(client, a.admin_token)
+        assert text_of(frames) == ANSWER
+        assert frames[-1].event == "run.finished"
+        assert frames[-1].data["data"]["status"] == "succeeded"
+        assert "a stream stays in this process" in a.output()
