@@ -25,6 +25,7 @@ from pressloop.observability.exposition import check_open_metrics_address
 from pressloop.observability.logs import configure_logging
 from pressloop.observability.tracing import setup_tracing, shutdown_tracing
 from pressloop.private_files import private_dir, write_private
+from pressloop.providers.factory import relays_streams
 from pressloop.runtime import collector
 from pressloop.runtime.loop_lanes import LanesLoop
 from pressloop.runtime.service import Service
@@ -142,8 +143,16 @@ async def serve_api(
         await check_site(console, settings)
     streamer: StreamProcesses | None = None
     if settings.stream_process and fd is None:
-        streamer = StreamProcesses.start(settings)
-        settings = streamer.processes[0].pointed(settings)
+        if relays_streams(settings):
+            streamer = StreamProcesses.start(settings)
+            settings = streamer.processes[0].pointed(settings)
+        else:
+            # Its parts would come from nowhere: the serving processes stream as they do.
+            console.print(
+                "[yellow]Note:[/] PRESSLOOP_STREAM_PROCESS reads OpenAI-compatible answers "
+                "only: no stream process for this provider",
+                soft_wrap=True,
+            )
     try:
         service = await Service.open(settings)
     except BaseException:

@@ -54,6 +54,12 @@ def build_provider(settings: Settings, *, sleep: Sleep = real_sleep) -> Provider
     )
 
 
+def relays_streams(settings: Settings) -> bool:
+    """The configured provider speaks Chat Completions over HTTP, the one protocol the stream
+    process reads (`pressloop/streamer/relay.py`)."""
+    return (settings.provider or _detect(settings)) not in ("scripted", "local", "anthropic")
+
+
 def load_sdk(settings: Settings) -> None:
     """Import the configured provider's SDK now, without building the provider (no client, no
     network): `pressloop serve` and `pressloop worker` at start. An import takes about a second

@@ -13,6 +13,7 @@ on both databases.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -166,3 +167,22 @@ async def test_a_stream_process_that_is_gone_costs_no_run(
         assert frames[-1].event == "run.finished"
         assert frames[-1].data["data"]["status"] == "succeeded"
         assert "a stream stays in this process" in a.output()
+
+
+async def test_a_provider_the_stream_process_cannot_read_keeps_the_streams_here(
+    database_url: str, database: object, tmp_path: Path
+) -> None:
+    # The scripted provider has no wire to relay: no stream process is started, and a stream
+    # gets its parts from the serving process, as without the setting.
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": ANSWER}]))
+    env = serve_env(
+        tmp_path / "data", script, PRESSLOOP_DATABASE_URL=database_url, PRESSLOOP_STREAM_PROCESS="1"
+    )
+    with Serve(tmp_path, env, "--no-local-wordpress") as server:
+        assert stream_processes(server) == []
+        assert "no stream process for this provider" in server.output()
+        async with httpx.AsyncClient(base_url=server.url, timeout=30, trust_env=False) as client:
+            frames = await _submit_streamed(client, server.admin_token)
+        assert text_of(frames) == ANSWER
+        assert frames[-1].event == "run.finished"
