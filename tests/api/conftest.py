@@ -124,6 +124,21 @@ def events_only(frames: list[Frame]) -> list[Frame]:
     return [f for f in frames if f.id is not None]
 
 
+def text_of(frames: list[Frame]) -> str:
+    """The text the frames carry: their parts, committed deltas and rests, in order."""
+    return "".join(f.data["data"].get("delta", "") for f in frames if f.event == "message")
+
+
+def whole_events(frames: list[Frame]) -> list[tuple[int, str]]:
+    """(seq, type) of each frame that is no text delta."""
+    return [(f.data["seq"], f.data["type"]) for f in frames if "delta" not in f.data["data"]]
+
+
+def stored_whole(stored: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    """(seq, type) of each stored event that is no text delta."""
+    return [(e["seq"], e["type"]) for e in stored if "delta" not in e["data"]]
+
+
 def folded(frames: list[Frame]) -> list[dict[str, Any]]:
     """The events the frames carry, as stored: the text delta parts sent before their commit
     (frames with `data.after` and `data.part`) joined into the event of their seq."""

@@ -26,7 +26,17 @@ from sse_starlette import ServerSentEvent
 
 from pressloop.api.sse_now import FrameWriter
 from pressloop.store.schema import metadata
-from tests.api.conftest import Api, ApiFactory, Frame, events_only, folded, read_frames
+from tests.api.conftest import (
+    Api,
+    ApiFactory,
+    Frame,
+    events_only,
+    folded,
+    read_frames,
+    stored_whole,
+    text_of,
+    whole_events,
+)
 from tests.support.locks import sqlite_write_lock
 from tests.support.processes import LEASE
 from tests.support.serve import Serve, serve_env
@@ -38,19 +48,6 @@ RETRY_ANSWER = "The retry's own answer."
 
 def is_part(frame: Frame) -> bool:
     return isinstance(frame.id, str)
-
-
-def text_of(frames: list[Frame]) -> str:
-    return "".join(f.data["data"].get("delta", "") for f in frames if f.event == "message")
-
-
-def whole_events(frames: list[Frame]) -> list[tuple[int, str]]:
-    """(seq, type) of each frame that is no text delta."""
-    return [(f.data["seq"], f.data["type"]) for f in frames if "delta" not in f.data["data"]]
-
-
-def stored_whole(stored: list[dict[str, Any]]) -> list[tuple[int, str]]:
-    return [(e["seq"], e["type"]) for e in stored if "delta" not in e["data"]]
 
 
 class HeldCommits:

@@ -18,11 +18,17 @@ import os
 import signal
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import httpx
 
-from tests.api.conftest import Frame, events_only, read_frames
+from tests.api.conftest import (
+    Frame,
+    events_only,
+    read_frames,
+    stored_whole,
+    text_of,
+    whole_events,
+)
 from tests.support.serve import Serve, serve_env
 from tests.wire.fixtures import openai_server, openai_server_session  # noqa: F401
 from tests.wire.openai_server import FakeOpenAIServer
@@ -31,18 +37,6 @@ from tests.wire.scripted_server import Reply
 SSE = {"Accept": "text/event-stream"}
 ANSWER = "The stream process writes these words as the model sends them, one piece at a time."
 PIECES = tuple(ANSWER[i : i + 7] for i in range(0, len(ANSWER), 7))
-
-
-def text_of(frames: list[Frame]) -> str:
-    return "".join(f.data["data"].get("delta", "") for f in frames if f.event == "message")
-
-
-def whole(frames: list[Frame]) -> list[tuple[int, str]]:
-    return [(f.data["seq"], f.data["type"]) for f in frames if "delta" not in f.data["data"]]
-
-
-def stored_whole(stored: list[dict[str, Any]]) -> list[tuple[int, str]]:
-    return [(e["seq"], e["type"]) for e in stored if "delta" not in e["data"]]
 
 
 def _serve(
@@ -116,7 +110,7 @@ async def test_the_stream_process_writes_the_parts_and_a_reconnect_resumes_exact
             run_id = frames[0].data["run_id"]
             auth = {"Authorization": f"Bearer {a.admin_token}"}
             stored = (await client.get(f"/v1/runs/{run_id}/events", headers=auth)).json()
-            assert whole(frames) == stored_whole(stored)
+            assert whole_events(frames) == stored_whole(stored)
 
             cut = parts[3].id  # the client drops after the fourth part
             token = a.admin_token
@@ -148,7 +142,7 @@ async def test_the_stream_process_writes_the_parts_and_a_reconnect_resumes_exact
             ).json()
     # Exact: the text seen plus the text resumed is the answer; every other event once.
     assert text_of(first) + text_of(resumed) == ANSWER
-    assert whole(first) + whole(resumed) == stored_whole(stored)
+    assert whole_events(first) + whole_events(resumed) == stored_whole(stored)
 
 
 async def test_a_stream_process_that_is_gone_costs_no_run(
