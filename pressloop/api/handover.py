@@ -160,7 +160,7 @@ class HandedOverResponse(Response):
         try:
             transport = scope.get("extensions", {}).get(TRANSPORT_EXTENSION)
             if transport is None or transport.is_closing():
-                self._route.failed = True
+                self._stays_here()
                 await self._fallback()(scope, receive, send)
                 return
             start = {"type": "http.response.start", "status": 200}
@@ -172,7 +172,7 @@ class HandedOverResponse(Response):
                     self._control_path, connection, self._run_id, self._key, self._ping_s
                 )
             except Exception:
-                self._route.failed = True
+                self._stays_here()
                 logger.warning("a stream stays in this process (no stream process)", exc_info=True)
                 await self._frames_here(send)
                 return
@@ -181,6 +181,11 @@ class HandedOverResponse(Response):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             self._service.runner.relays.unwatch(self._run_id, self._key)
+
+    def _stays_here(self) -> None:
+        """The run's calls go straight to the model again, its deltas to the database."""
+        self._route.failed = True
+        self._service.runner.relays.unwatch(self._run_id, self._key)
 
     async def _handed_over(self, channel: Channel, receive: Receive) -> None:
         # The stream process cuts the model's text itself: parts made here would only be

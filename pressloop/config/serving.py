@@ -103,7 +103,8 @@ class ServingTuning(BaseSettings):
     # How long the text deltas a stream of this process has already sent may wait for their
     # commit (they are written for a reader in another process, a reconnect elsewhere): while
     # many streams receive tokens, fewer commits (`runtime/commits.py`; benchmarks.md, section
-    # 3k). A delta no stream here sends is written at once. 0: every delta at once.
+    # 3k). So may those of a run a stream process writes (section 3z). A delta nobody streams
+    # is written at once. 0: every delta at once.
     delta_commit_s: float = Field(
         default=0.1, ge=0, le=5, validation_alias=_env("PRESSLOOP_DELTA_COMMIT")
     )

@@ -157,6 +157,9 @@ class Subscription:
 class EventBus:
     def __init__(self) -> None:
         self._subscriptions: dict[str, set[Subscription]] = defaultdict(set)
+        # Runs whose text a stream process writes (`runtime/stream_relays.py`): their deltas
+        # reach the person without this process's parts, and need not hurry to the database.
+        self._streamed_elsewhere: set[str] = set()
 
     def publish(self, run_id: str, events: Sequence[Event]) -> None:
         """`events` of `run_id` were committed (in seq order)."""
@@ -166,6 +169,17 @@ class EventBus:
     def wants_parts(self, run_id: str) -> bool:
         """Someone here streams `run_id` (so a provisional part is worth making)."""
         return any(s.parts for s in self._subscriptions.get(run_id, ()))
+
+    def streamed(self, run_id: str) -> bool:
+        """A person gets `run_id`'s text as it comes, from here or from a stream process: its
+        deltas may wait for a later commit (`Committer.mark(soon=True)`)."""
+        return run_id in self._streamed_elsewhere or self.wants_parts(run_id)
+
+    def streamed_elsewhere(self, run_id: str, elsewhere: bool) -> None:
+        if elsewhere:
+            self._streamed_elsewhere.add(run_id)
+        else:
+            self._streamed_elsewhere.discard(run_id)
 
     def publish_part(self, part: Part) -> None:
         """A text delta of `part.run_id`, not committed yet."""

@@ -91,7 +91,7 @@ class Service(ServiceRuns, OverviewReads, ServiceAdmin):
             outside_tools=self.mcp_tools.refresh,
             now=now,
             metrics=self.metrics,
-            relays=StreamRelays(settings.streamer_relay.get_secret_value()),
+            relays=StreamRelays(settings.streamer_relay.get_secret_value(), self.bus),
         )
         self.metrics.know_actions(lambda name: self.registry.get(name) is not None)
         self._provider = provider

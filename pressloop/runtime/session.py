@@ -91,11 +91,13 @@ class RunSession:
         ts = self.now()
         part = self._outbox.add_event(type_, data, ts)
         bus = self.committer.bus
-        streamed_here = bool(part) and bus.wants_parts(self.run_id)
-        # A delta a stream here sends now need not hurry to the database (`Committer.mark`);
-        # one nobody here streams goes at once: a reader elsewhere has only the database.
-        self._mark(soon=streamed_here)
-        if streamed_here:  # the part is made only for a run someone streams here
+        streamed = bool(part) and bus.streamed(self.run_id)
+        # A delta a stream sends now (here, or a stream process) need not hurry to the database
+        # (`Committer.mark`); one nobody streams goes at once: a reader elsewhere has only the
+        # database. Hurried, a stream process's runs' deltas were most of the group commits,
+        # and the events before the next call waited behind them (benchmarks.md, section 3z).
+        self._mark(soon=streamed)
+        if streamed and bus.wants_parts(self.run_id):  # a part only for a stream here
             run = self.claim.run
             bus.publish_part(
                 Part(run.id, run.thread_id, self._outbox.seq, part, type_, ts, data["delta"])

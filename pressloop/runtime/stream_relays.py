@@ -20,13 +20,15 @@ from pressloop.providers.base import (
     StreamPart,
     WrappedProvider,
 )
+from pressloop.runtime.bus import EventBus
 
 
 class StreamRelays:
     """The runs streamed through the stream process at `relay_url` ('' when there is none)."""
 
-    def __init__(self, relay_url: str) -> None:
+    def __init__(self, relay_url: str, bus: EventBus | None = None) -> None:
         self.relay_url = relay_url.rstrip("/")
+        self._bus = bus
         self._watched: dict[str, tuple[str, Callable[[], bool]]] = {}
 
     @property
@@ -36,10 +38,14 @@ class StreamRelays:
     def watch(self, run_id: str, key: str, alive: Callable[[], bool]) -> None:
         """The stream `key` of `run_id` is in the stream process's hands while `alive()`."""
         self._watched[run_id] = (key, alive)
+        if self._bus is not None:
+            self._bus.streamed_elsewhere(run_id, True)
 
     def unwatch(self, run_id: str, key: str) -> None:
         if self._watched.get(run_id, ("", None))[0] == key:
             del self._watched[run_id]
+            if self._bus is not None:
+                self._bus.streamed_elsewhere(run_id, False)
 
     def route(self, run_id: str, base: int, offset: int) -> RelayRoute | None:
         """The way of `run_id`'s next streamed call, its text placed after event `base` as
