@@ -63,7 +63,6 @@ class Channel:
         self._writer = writer
         self.closed = False
         self.done = asyncio.Event()
-        self.gone: str | None = None
 
     @classmethod
     async def open(
@@ -96,18 +95,15 @@ class Channel:
             self._writer.write(message)
 
     async def listen(self) -> None:
-        """The stream process's answers, until it closes."""
+        """The stream process's answers until the last: `done` (all written) or `gone` (the
+        client left, or the frames went wrong); a channel that fails ends the stream too."""
         try:
             while line := await self._reader.readline():
                 message = read_message(line)
-                if "gone" in message:
-                    self.gone = str(message["gone"])
-                    break
-                if message.get("done"):
-                    self.done.set()
+                if "gone" in message or message.get("done"):
                     break
         except (OSError, ValueError):
-            self.gone = "the stream process's channel failed"
+            pass
         finally:
             self.closed = True
             self.done.set()

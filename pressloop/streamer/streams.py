@@ -100,9 +100,6 @@ class Streams:
         if stream is not None and stream.client is None:
             del self._streams[key]
 
-    def __len__(self) -> int:
-        return len(self._streams)
-
     async def serve_control(self, sock: socket.socket) -> None:
         """One serving process's connection for one stream, until the stream ends."""
         sock.setblocking(False)
