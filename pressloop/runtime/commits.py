@@ -29,6 +29,7 @@ from pressloop.errors import LeaseLost
 from pressloop.runtime.bus import EventBus
 from pressloop.runtime.commit_loop import CommitLoop
 from pressloop.runtime.outbox import Committed, Outbox, Pending
+from pressloop.runtime.pacing import Pacer
 from pressloop.store import batch_writes, run_writes
 from pressloop.store.db import Database
 
@@ -48,7 +49,7 @@ class Committer:
         lease_ttl_s: float,
         max_batch: int = 25,
         commit_loop: CommitLoop | None = None,
-        pace: Callable[[], Awaitable[None]] | None = None,
+        pacer: Pacer | None = None,
         gather_s: float = 0.0,
         in_flight: Callable[[], int] = lambda: 0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -61,9 +62,9 @@ class Committer:
         self.now = now
         self.lease_ttl_s = lease_ttl_s
         self.max_batch = max_batch
-        # Awaited before each batch (`runtime/pacing.py`): building a batch's statements is the
+        # Asked before each batch (`runtime/pacing.py`): building a batch's statements is the
         # longest piece of CPU on the main loop, and a stream's token should not wait for it.
-        self.pace = pace
+        self.pacer = pacer
         # Under load, a batch waits `gather_s` for the writes of the other runs in flight here
         # (`in_flight`): fewer, fuller transactions, so less CPU a run on the loop and in the
         # database (benchmarks.md, section 3h). A batch already full, or holding every run in
@@ -76,6 +77,9 @@ class Committer:
         # here as soon as the last one's finish commits) has an outbox of its own, and the last
         # attempt's session, closing late, must neither drop it nor stand in for it.
         self._dirty: dict[Outbox, None] = {}
+        # Those a person's stream waits for (`hurry`): they go before the others, and their
+        # batch neither gathers nor waits behind the turns' paced steps.
+        self._hurried: dict[Outbox, None] = {}
         # Text deltas a stream of this process has already sent wait up to `delta_commit_s`
         # (`mark(soon=True)`): all such outboxes go to the next batch together when it is up.
         # What they are written for (a reader in another process, a reconnect elsewhere) can
@@ -90,6 +94,8 @@ class Committer:
         """`outbox` has something to write: it goes with the next batch, whose outcome for the
         run is returned. `soon`: it may wait up to `delta_commit_s` (only text deltas were
         queued since its last write, and a stream of this process has sent them)."""
+        if outbox in self._hurried:
+            return outbox.next_commit()
         if soon and self.delta_commit_s > 0 and outbox not in self._dirty:
             self._soon[outbox] = None
             if self._soon_timer is None:
@@ -100,6 +106,23 @@ class Committer:
         self._dirty[outbox] = None
         self._start()
         return outbox.next_commit()
+
+    def hurry(self, outbox: Outbox) -> None:
+        """A person's stream waits for what `outbox` holds (its run's next text part goes out
+        after the events queued before it): its batch goes first, at once.
+
+        Under load the committer runs behind the turns: a batch waits its turn among hundreds
+        of paced steps, and a round's writes of 200 runs take several batches. The events before
+        a streamed call then reached the database after its first token had come, and the token
+        waited for them (benchmarks.md, section 3z)."""
+        if outbox in self._dirty:
+            del self._dirty[outbox]
+        elif outbox in self._soon:
+            del self._soon[outbox]
+        else:
+            return  # nothing queued: nothing to wait for
+        self._hurried[outbox] = None
+        self._start()
 
     def _soon_is_now(self) -> None:
         self._soon_timer = None
@@ -116,6 +139,7 @@ class Committer:
         """Write nothing more from `outbox` (its session closed: a renewal asked for after the
         run's last write would only find its lease gone)."""
         self._dirty.pop(outbox, None)
+        self._hurried.pop(outbox, None)
         self._soon.pop(outbox, None)
 
     async def close(self) -> None:
@@ -131,11 +155,11 @@ class Committer:
 
     async def _drain(self) -> None:
         try:
-            while self._dirty:
+            while self._dirty or self._hurried:
                 if self._gathering():
                     await self.sleep(self.gather_s)
-                if self.pace is not None:
-                    await self.pace()
+                if self.pacer is not None:
+                    await self.pacer.turn(first=bool(self._hurried))
                 await self._commit(self._next_batch())
         finally:
             self._task = None
@@ -143,22 +167,26 @@ class Committer:
     def _gathering(self) -> bool:
         """Whether to wait for more runs' writes before this batch: only while more runs are in
         flight here than it would hold."""
+        if self._hurried:
+            return False
         pending = len(self._dirty)
         return self.gather_s > 0 and pending < min(self.max_batch, self.in_flight())
 
     def _next_batch(self) -> list[Pending]:
-        """Up to `max_batch` outboxes, first marked first, at most one of each run: the fence
-        is by run, so two attempts' outboxes (the last one's stale token, the next one's) go in
-        separate batches (the stale one then fails alone with its lost lease)."""
+        """Up to `max_batch` outboxes, the hurried first, then first marked first, at most one
+        of each run: the fence is by run, so two attempts' outboxes (the last one's stale token,
+        the next one's) go in separate batches (the stale one then fails alone with its lost
+        lease)."""
         batch: list[Pending] = []
         runs: set[str] = set()
-        for outbox in list(self._dirty):
-            if len(batch) == self.max_batch:
-                break
-            if outbox.run_id not in runs:
-                runs.add(outbox.run_id)
-                del self._dirty[outbox]
-                batch.append(outbox.take())
+        for queue in (self._hurried, self._dirty):
+            for outbox in list(queue):
+                if len(batch) == self.max_batch:
+                    return batch
+                if outbox.run_id not in runs:
+                    runs.add(outbox.run_id)
+                    del queue[outbox]
+                    batch.append(outbox.take())
         return batch
 
     async def _commit(self, batch: list[Pending]) -> None:

@@ -18,7 +18,7 @@ from collections import deque
 
 
 class Pacer:
-    """One waiter released a loop iteration, in arrival order.
+    """One waiter released a loop iteration, in arrival order (but for those asked `first`).
 
     Made before any loop runs (with its runner); it serves the loop its waiters run on, and a
     loop that stopped with waiters left (a closed test loop) leaves nothing that blocks the next.
@@ -28,10 +28,15 @@ class Pacer:
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._granting_on: asyncio.AbstractEventLoop | None = None
 
-    async def turn(self) -> None:
+    async def turn(self, *, first: bool = False) -> None:
+        """Wait for this step's loop iteration; `first`: before every step waiting now (a
+        person's stream waits for it)."""
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
-        self._waiters.append(waiter)
+        if first:
+            self._waiters.appendleft(waiter)
+        else:
+            self._waiters.append(waiter)
         if self._granting_on is not loop:
             self._granting_on = loop
             loop.call_soon(self._grant, loop)

@@ -117,7 +117,7 @@ class Runner:
             max_batch=self.settings.commit_batch,
             commit_loop=CommitLoop(self.database) if own_loop else None,
             # A commit on a loop of its own waits behind nothing of the main loop's.
-            pace=self.pacer.turn if self.pacer is not None and not own_loop else None,
+            pacer=None if own_loop else self.pacer,
             gather_s=self.settings.commit_gather_s,
             in_flight=lambda: len(self.sessions),
             delta_commit_s=self.settings.delta_commit_s,

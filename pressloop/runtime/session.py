@@ -103,6 +103,12 @@ class RunSession:
                 Part(run.id, run.thread_id, self._outbox.seq, part, type_, ts, data["delta"])
             )
 
+    def hurry(self) -> None:
+        """The run's next text is on its way to a person: what is queued before it is written
+        first (`Committer.hurry`), so its parts need not wait for it."""
+        if self.failure is None and not self._closed and self.committer.bus.streamed(self.run_id):
+            self.committer.hurry(self._outbox)
+
     def keep_trace_context(self, carrier: dict[str, str]) -> None:
         """Store the run's trace context with its next write (its first traced attempt)."""
         self._outbox.trace_context = carrier

@@ -56,7 +56,7 @@ class TurnDeps:
             # Tokens, each call; the budget's check is outside the call's measured time.
             provider=RunBudget(counting=self.counting, run=run).guarded(
                 ObservedProvider(
-                    UrgentStreams(self._relayed(provider, run, session)),
+                    UrgentStreams(self._relayed(provider, run, session), session.hurry),
                     self.metrics,
                     self.monotonic,
                     spans,

@@ -110,3 +110,18 @@ def test_a_loop_that_stopped_with_waiters_does_not_block_the_next() -> None:
         return "went"
 
     assert asyncio.run(later()) == "went"
+
+
+async def test_a_waiter_asked_first_goes_before_those_waiting() -> None:
+    pacer = Pacer()
+    order: list[str] = []
+
+    async def wait(name: str, first: bool = False) -> None:
+        await pacer.turn(first=first)
+        order.append(name)
+
+    queued = [asyncio.create_task(wait(n)) for n in ("step 1", "step 2", "step 3")]
+    await asyncio.sleep(0)  # all three are waiting (the first may be let go meanwhile)
+    await asyncio.gather(*queued, asyncio.create_task(wait("commit", first=True)))
+    assert order[-2:] == ["step 2", "step 3"]  # in arrival order, it would be last
+    assert sorted(order[:2]) == ["commit", "step 1"]
