@@ -60,22 +60,27 @@ class AnswerReader:
         self._reading = True
 
     def feed(self, body: bytes) -> None:
+        """One read of the answer's body: its parts go to the stream together (one send)."""
         if not self._reading:
             return
+        texts: list[str] = []
         try:
             for line in self._lines.feed(body):
                 sse = self._events.decode(line.decode("utf-8"))
-                if sse is not None and not self._take(sse.data, sse.event):
+                if sse is not None and not self._take(sse.data, sse.event, texts):
                     self._reading = False
-                    return
+                    break
         except Exception:
             # The serving process's engine meets the same answer and says what is wrong; the
             # person's frames stop here and come with the commits.
             logger.warning("a relayed answer could not be read for its stream", exc_info=True)
             self._reading = False
+        if texts:
+            self._stream.read(texts)
 
-    def _take(self, data: str, event: str | None) -> bool:
-        """One event of the answer; False once no more text can follow (the SDK's rules)."""
+    def _take(self, data: str, event: str | None, texts: list[str]) -> bool:
+        """One event of the answer, its text added to `texts`; False once no more text can
+        follow (the SDK's rules)."""
         if data.startswith("[DONE]") or event is not None:
             return False
         chunk = json.loads(data)
@@ -83,7 +88,7 @@ class AnswerReader:
             return False
         text = read_chunk(self._state, "relay", chunk)
         if text:
-            self._stream.read(text)
+            texts.append(text)
         return True
 
 

@@ -44,10 +44,10 @@ class HandedOverStream:
 
     def write(self, events: list[Event]) -> None:
         # Nothing goes out before the events before it, and those come after the open.
-        if self.client is None:
+        # The frames of one write go as one HTTP chunk: one send for a model read's parts.
+        if self.client is None or not events:
             return
-        for event in events:
-            self.client.write_chunk(frame(event).encode())
+        self.client.write_chunk(b"".join(frame(event).encode() for event in events))
 
     def committed(self, event: Event) -> None:
         try:
@@ -60,8 +60,12 @@ class HandedOverStream:
     def call_started(self, base: int, offset: int) -> None:
         self.write(self.position.call_started(base, offset))
 
-    def read(self, text: str) -> None:
-        self.write(self.position.read(text))
+    def read(self, texts: list[str]) -> None:
+        """The parts of text read from the model at once (one read of its answer)."""
+        events: list[Event] = []
+        for text in texts:
+            events += self.position.read(text)
+        self.write(events)
 
     async def ping(self) -> None:
         """A comment whenever nothing was written for a ping interval (proxies keep it open)."""

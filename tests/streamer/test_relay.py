@@ -5,14 +5,18 @@ engine emits, and nobody without the secret gets through."""
 from __future__ import annotations
 
 import asyncio
+import json
+import re
+import socket
 from collections.abc import AsyncIterator
 
 import openai
 import pytest
 
 from pressloop.providers.openai_chat import UPSTREAM_HEADER
-from pressloop.streamer.relay import Relay
-from pressloop.streamer.streams import Streams
+from pressloop.streamer.connection import ClientConnection
+from pressloop.streamer.relay import AnswerReader, Relay
+from pressloop.streamer.streams import HandedOverStream, Streams
 from tests.support.processes import free_port
 from tests.wire.fixtures import openai_server, openai_server_session  # noqa: F401
 from tests.wire.openai_server import FakeOpenAIServer
@@ -109,3 +113,33 @@ async def test_a_provider_out_of_reach_is_a_bad_gateway(relay: tuple[str, Stream
         await sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
     assert raised.value.status_code == 502  # retryable, as the provider's own failure is
     await sdk.close()
+
+
+def _sse_chunk(text: str) -> bytes:
+    delta = {"index": 0, "delta": {"content": text}, "finish_reason": None}
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    return b"data: " + json.dumps({**chunk, "choices": [delta]}).encode() + b"\n\n"
+
+
+def _fields(frame: str) -> list[tuple[str, str]]:
+    return [(line.split(": ", 1)[0], line.split(": ", 1)[1]) for line in frame.splitlines()]
+
+
+async def test_the_parts_of_one_read_go_to_the_client_as_one_chunk() -> None:
+    """One read of the answer holding several parts is one write to the person (one HTTP chunk
+    of several frames), not one a part."""
+    ours, theirs = socket.socketpair()
+    stream = HandedOverStream()
+    stream.open("run-1", ClientConnection(ours.detach(), lambda _reason: None), ping_s=0)
+    stream.call_started(0, 0)
+    reader = AnswerReader(stream)
+    reader.feed(b"".join(_sse_chunk(piece) for piece in PIECES))
+    theirs.settimeout(5)
+    received = theirs.recv(65536)
+    size, rest = received.split(b"\r\n", 1)
+    assert len(rest) == int(size, 16) + 2  # one chunk, all of it
+    frames = [dict(_fields(f)) for f in re.split(r"\r?\n\r?\n", rest[:-2].decode()) if f]
+    assert [json.loads(f["data"])["data"]["delta"] for f in frames] == list(PIECES)
+    assert [f["id"] for f in frames] == ["0.1", "0.2", "0.3", "0.4"]
+    stream.client.close()  # type: ignore[union-attr]
+    theirs.close()
