@@ -72,6 +72,7 @@ def _build_request(state: TurnState, extra: list[Message]) -> ModelRequest:
         tools=tools,
         max_output_tokens=deps.max_output_tokens,
         response_schema=schema,
+        streams_text=protocol is DecisionProtocol.TOOLS,
     )
 
 
@@ -101,11 +102,11 @@ def _hold_secrets(state: TurnState, plan: Plan, catalog: list[CatalogEntry]) -> 
     )
 
 
-async def _ask(state: TurnState, request: ModelRequest, *, stream_text: bool) -> ModelResponse:
+async def _ask(state: TurnState, request: ModelRequest) -> ModelResponse:
     final: ModelResponse | None = None
     async for part in state.deps.provider.stream(request):
         if isinstance(part, TextDelta):
-            if stream_text and part.text:
+            if request.streams_text and part.text:
                 await state.deps.emit(EventType.MESSAGE, {"delta": part.text})
         elif isinstance(part, ResponseDone):
             final = part.response
@@ -173,8 +174,7 @@ def _checked(plan: Plan, steps: list[Step], state: TurnState) -> Plan:
 async def _answer(state: TurnState, extra: list[Message]) -> ModelResponse:
     """One model call (its text streamed with native tools) and its usage counted."""
     deps = state.deps
-    stream_text = deps.decision_protocol() is DecisionProtocol.TOOLS
-    response = await _ask(state, _build_request(state, extra), stream_text=stream_text)
+    response = await _ask(state, _build_request(state, extra))
     state.checkpoint.usage = state.checkpoint.usage.plus(
         response.usage.model_copy(update={"model_calls": 1})
     )

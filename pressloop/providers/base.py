@@ -41,6 +41,9 @@ class ModelRequest:
     max_output_tokens: int | None = None
     # For models without tool calling that support constrained decoding (the JSON protocol).
     response_schema: dict[str, Any] | None = None
+    # The engine emits this call's text as it comes (the tools protocol): a person may be
+    # reading it. A JSON decision is never shown as it comes.
+    streams_text: bool = False
     # Set by the runtime on a streamed call someone watches through the stream process; an
     # adapter that cannot be relayed ignores it.
     relay: RelayRoute | None = None

@@ -76,9 +76,7 @@ class RelayedStreams(WrappedProvider):
         return await self.inner.complete(request)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
-        # The engine streams text only on calls without a response schema (the tools protocol,
-        # `engine/model_step.py`): a JSON decision is never shown as it comes.
-        if request.response_schema is None:
+        if request.streams_text:
             route = self._relays.route(self._run_id, *self._text_position())
             if route is not None:
                 request = dataclasses.replace(request, relay=route)

@@ -39,8 +39,7 @@ class UrgentStreams(WrappedProvider):
         return await self.inner.complete(request)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
-        # The engine streams text only on calls without a response schema (`model_step.py`).
-        if request.response_schema is None:
+        if request.streams_text:
             self._hurry_commit()
         with urgent():
             async for part in self.inner.stream(request):

@@ -72,6 +72,7 @@ async def test_plain_answer_succeeds_and_streams_the_text() -> None:
     assert result.assistant_text == "Hello there, how can I help?"
     deltas = [d["delta"] for t, d in recorder.events if t is EventType.MESSAGE and "delta" in d]
     assert "".join(deltas) == "Hello there, how can I help?" and len(deltas) > 1
+    assert provider.requests[0].streams_text  # the runtime relays and hurries by it
     assert result.usage.model_calls == 1 and result.usage.input_tokens > 0
     assert provider.remaining == 0
 
@@ -108,6 +109,7 @@ async def test_json_protocol_runs_an_ordered_plan_from_a_fenced_answer() -> None
     # Without native tools the model gets its results as text, and the decision format.
     assert provider.requests[0].tools == [] and "DECISION_FORMAT" in provider.requests[0].system
     assert provider.requests[0].response_schema is not None
+    assert not provider.requests[0].streams_text  # a JSON decision is never shown as it comes
     last = provider.requests[1].messages[-1]
     assert last.role is Role.USER and last.content.startswith("ACTION_RESULTS:")
 

@@ -139,15 +139,13 @@ class _OneAnswer:
         yield ResponseDone(response=ModelResponse())
 
 
-@pytest.mark.parametrize(
-    ("schema", "hurries"), [(None, 1), ({"type": "object"}, 0)], ids=["text", "json-decision"]
-)
+@pytest.mark.parametrize(("streams_text", "hurries"), [(True, 1), (False, 0)])
 async def test_a_call_whose_text_may_be_streamed_hurries_the_commit(
-    schema: dict[str, object] | None, hurries: int
+    streams_text: bool, hurries: int
 ) -> None:
     calls: list[str] = []
     model = UrgentStreams(_OneAnswer(), lambda: calls.append("hurry"))  # type: ignore[arg-type]
-    request = ModelRequest(system="", messages=[], response_schema=schema)
+    request = ModelRequest(system="", messages=[], streams_text=streams_text)
     parts = [part async for part in model.stream(request)]
     assert isinstance(parts[-1], ResponseDone)
     assert len(calls) == hurries
