@@ -83,9 +83,14 @@ class ServingTuning(BaseSettings):
         default=30.0, gt=0, validation_alias=_env("PRESSLOOP_DB_POOL_TIMEOUT")
     )
     # PostgreSQL: the group commit on an event loop of its own, on a thread (commit_loop.py).
-    # Off by default: the two threads' handovers of the GIL and of each batch cost more CPU than
-    # the main loop's wait they save, now that the loop is rarely that late (benchmarks.md, 3d).
-    commit_thread: bool = Field(default=False, validation_alias=_env("PRESSLOOP_COMMIT_THREAD"))
+    # Unset: only in a serving process whose streams a stream process writes. Otherwise the two
+    # threads' handovers of the GIL and of each batch cost more CPU than the main loop's wait
+    # they save, now that the loop is rarely that late (benchmarks.md, 3d); with a stream
+    # process, what a person waits for is the commit of the events before a call, and on a
+    # saturated machine the main loop's turns held it up to seconds (benchmarks.md, 3aa).
+    commit_thread: bool | None = Field(
+        default=None, validation_alias=_env("PRESSLOOP_COMMIT_THREAD")
+    )
     # The most runs one group commit writes. Its statements are built in one go on the main
     # loop, which reads no socket meanwhile: 100 runs' events held a stream's first token up to
     # 20 ms on a loaded 2-core machine, 25 at most a few (benchmarks.md, section 3g).

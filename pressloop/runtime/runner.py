@@ -107,7 +107,7 @@ class Runner:
         self.usage = UsageBuffer(
             self.database, interval_s=self.settings.usage_flush_s, monotonic=self.monotonic
         )
-        own_loop = self.settings.commit_thread and not self.database.is_sqlite
+        own_loop = self._commits_on_own_loop()
         self.pacer = Pacer() if self.settings.pacing else None
         self.committer = Committer(
             self.database,
@@ -133,6 +133,15 @@ class Runner:
             now=self.now,
             history_limit=self.history_limit,
         )
+
+    def _commits_on_own_loop(self) -> bool:
+        """PostgreSQL's group commit on a loop of its own (`commit_loop.py`): as set, else when a
+        stream process writes this process's streams (`PRESSLOOP_COMMIT_THREAD`)."""
+        if self.database.is_sqlite:
+            return False
+        if self.settings.commit_thread is not None:
+            return self.settings.commit_thread
+        return self.relays.enabled
 
     async def close(self) -> None:
         """Wait for the last writes and write the usage counters (the service is closing)."""

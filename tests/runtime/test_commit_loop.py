@@ -1,6 +1,6 @@
-"""The group commit on a loop of its own (PostgreSQL, `PRESSLOOP_COMMIT_THREAD=true`; off by
-default): its transactions go on while the main loop is busy, their values and errors come back,
-and closing the service stops the thread."""
+"""The group commit on a loop of its own (PostgreSQL, `PRESSLOOP_COMMIT_THREAD=true`; by default
+only beside a stream process): its transactions go on while the main loop is busy, their values
+and errors come back, and closing the service stops the thread."""
 
 from __future__ import annotations
 
@@ -45,6 +45,19 @@ async def test_only_postgresql_commits_on_a_loop_of_its_own_and_only_when_asked(
         assert commit_loop is None
     else:
         assert isinstance(commit_loop, CommitLoop)
+
+
+@pytest.mark.parametrize(("setting", "own_loop"), [(None, True), (False, False)])
+async def test_with_a_stream_process_postgresql_commits_on_a_loop_of_its_own_unless_told(
+    make_service: ServiceFactory, database_url: str, setting: bool | None, own_loop: bool
+) -> None:
+    """A serving process whose streams a stream process writes (its relay's URL set)."""
+    relayed = {"streamer_relay": "http://127.0.0.1:9/secret", "commit_thread": setting}
+    service = await make_service([], **relayed)
+    assert service.runner.relays.enabled
+    commit_loop = service.runner.committer.commit_loop
+    expected = own_loop and not database_url.startswith("sqlite")
+    assert isinstance(commit_loop, CommitLoop) is expected
 
 
 @pytest.fixture
