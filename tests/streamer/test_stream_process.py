@@ -39,6 +39,10 @@ ANSWER = "The stream process writes these words as the model sends them, one pie
 PIECES = tuple(ANSWER[i : i + 7] for i in range(0, len(ANSWER), 7))
 
 
+# How long the fake model thinks before it answers.
+THINKING_S = 1.5
+
+
 def _serve(
     tmp_path: Path, name: str, database_url: str, model: FakeOpenAIServer, **settings: str
 ) -> Serve:
@@ -90,10 +94,12 @@ async def test_the_stream_process_writes_the_parts_and_a_reconnect_resumes_exact
     openai_server: FakeOpenAIServer,  # noqa: F811
 ) -> None:
     # Two answers: one streamed whole, one dropped after a part (a delay first, so the stream
-    # is handed over while the model thinks, as with a real model).
+    # is handed over, and the events before the call reach the stream process, while the model
+    # thinks, as with a real model: with 0.3 s the whole answer was once committed first on a
+    # machine loaded by the rest of the suite, and its text came with the commits, no parts).
     openai_server.push(
-        Reply(text=ANSWER, deltas=PIECES, delay_s=0.3),
-        Reply(text=ANSWER, deltas=PIECES, delay_s=0.3),
+        Reply(text=ANSWER, deltas=PIECES, delay_s=THINKING_S),
+        Reply(text=ANSWER, deltas=PIECES, delay_s=THINKING_S),
     )
     with _serve(tmp_path, "a", database_url, openai_server, PRESSLOOP_STREAM_PROCESS="1") as a:
         assert len(stream_processes(a)) == 1
