@@ -8,14 +8,17 @@ serving processes are given and nobody else.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
+import select
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from pydantic import SecretStr
@@ -23,7 +26,13 @@ from pydantic import SecretStr
 from pressloop.config import Settings
 from pressloop.streamer.process import SECRET_ENV
 
+logger = logging.getLogger(__name__)
+
 STOP_GRACE_S = 10.0
+# How long `pressloop serve` waits for its stream processes to serve before it serves itself:
+# a stream handed over sooner would wait for the stream process's imports (3 s on a slow CPU) and
+# stay in its serving process instead. Past this, it goes on (each stream falls back the same way).
+READY_TIMEOUT_S = 60.0
 
 
 class StreamProcess:
@@ -34,6 +43,7 @@ class StreamProcess:
         self.directory = directory
         self.control = control
         self.relay = relay
+        self.ready_fd = -1
 
     @classmethod
     def start(cls, settings: Settings) -> StreamProcess:
@@ -48,6 +58,7 @@ class StreamProcess:
             relay.bind(("127.0.0.1", 0))
             relay.listen(1024)
             secret = secrets.token_urlsafe(24)
+            ready, told = os.pipe()  # the stream process writes a byte once it serves
             command = [
                 sys.executable,
                 "-m",
@@ -58,12 +69,17 @@ class StreamProcess:
                 str(relay.fileno()),
                 "--timeout",
                 str(settings.provider_timeout_s),
+                "--ready-fd",
+                str(told),
             ]
-            process = subprocess.Popen(
-                command,
-                pass_fds=(control.fileno(), relay.fileno()),
-                env={**os.environ, SECRET_ENV: secret},
-            )
+            try:
+                process = subprocess.Popen(
+                    command,
+                    pass_fds=(control.fileno(), relay.fileno(), told),
+                    env={**os.environ, SECRET_ENV: secret},
+                )
+            finally:
+                os.close(told)
             port = relay.getsockname()[1]
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
@@ -73,7 +89,20 @@ class StreamProcess:
             control.close()
             relay.close()
         relay_url = f"http://127.0.0.1:{port}/relay/{secret}"
-        return cls(process, directory, str(control_path), relay_url)
+        started = cls(process, directory, str(control_path), relay_url)
+        started.ready_fd = ready
+        return started
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Until the stream process serves (True), ends or `timeout_s` passes (False)."""
+        if self.ready_fd < 0:
+            return True
+        try:
+            readable, _, _ = select.select([self.ready_fd], [], [], timeout_s)
+            return bool(readable) and os.read(self.ready_fd, 1) == b"1"
+        finally:
+            os.close(self.ready_fd)
+            self.ready_fd = -1
 
     def env(self) -> dict[str, str]:
         """What a serving process needs to hand its streams over to this one."""
@@ -103,7 +132,8 @@ class StreamProcesses:
         self.processes = processes
 
     @classmethod
-    def start(cls, settings: Settings) -> StreamProcesses:
+    def start(cls, settings: Settings, ready_timeout_s: float = READY_TIMEOUT_S) -> StreamProcesses:
+        """The stream processes, started together and serving (or given up waiting for)."""
         started: list[StreamProcess] = []
         try:
             for _ in range(settings.serve_processes):
@@ -112,6 +142,10 @@ class StreamProcesses:
             for process in started:
                 process.stop()
             raise
+        deadline = time.monotonic() + ready_timeout_s
+        for process in started:
+            if not process.wait_ready(max(0.0, deadline - time.monotonic())):
+                logger.warning("a stream process is not serving yet: its first streams stay here")
         return cls(started)
 
     def stop(self) -> None:

@@ -46,7 +46,9 @@ async def watch_parent(stop: asyncio.Event, parent: int) -> None:
     stop.set()
 
 
-async def serve(control_fd: int, relay_fd: int, secret: str, timeout_s: float) -> None:
+async def serve(
+    control_fd: int, relay_fd: int, secret: str, timeout_s: float, ready_fd: int = -1
+) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -59,6 +61,9 @@ async def serve(control_fd: int, relay_fd: int, secret: str, timeout_s: float) -
         asyncio.create_task(accept_streams(listener, streams)),
         asyncio.create_task(watch_parent(stop, os.getppid())),
     ]
+    if ready_fd >= 0:  # serving: `pressloop serve` may now serve too (`launch.py`)
+        os.write(ready_fd, b"1")
+        os.close(ready_fd)
     try:
         await stop.wait()
     finally:
@@ -75,10 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--control-fd", type=int, required=True)
     parser.add_argument("--relay-fd", type=int, required=True)
     parser.add_argument("--timeout", type=float, required=True, help="a model call's, seconds")
+    parser.add_argument("--ready-fd", type=int, default=-1, help="written to once serving")
     args = parser.parse_args(argv)
     secret = os.environ.pop(SECRET_ENV, "")
     if not secret:
         parser.error(f"{SECRET_ENV} is not set")
     logging.basicConfig(level=logging.WARNING)
-    uvloop.run(serve(args.control_fd, args.relay_fd, secret, args.timeout))
+    uvloop.run(serve(args.control_fd, args.relay_fd, secret, args.timeout, args.ready_fd))
     return 0
