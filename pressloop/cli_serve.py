@@ -144,7 +144,8 @@ async def serve_api(
     streamer: StreamProcesses | None = None
     if settings.stream_process and fd is None:
         if relays_streams(settings):
-            streamer = StreamProcesses.start(settings)
+            # Waits (seconds) until they serve: off the loop.
+            streamer = await asyncio.to_thread(StreamProcesses.start, settings)
             settings = streamer.processes[0].pointed(settings)
         else:
             # Its parts would come from nowhere: the serving processes stream as they do.

@@ -52,6 +52,7 @@ class StreamProcess:
         control_path = directory / "control.sock"
         control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         relay = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        ready = -1
         try:
             control.bind(str(control_path))
             control.listen(1024)
@@ -82,6 +83,8 @@ class StreamProcess:
                 os.close(told)
             port = relay.getsockname()[1]
         except BaseException:
+            if ready >= 0:
+                os.close(ready)
             shutil.rmtree(directory, ignore_errors=True)
             raise
         finally:
