@@ -203,7 +203,9 @@ async def serve_api(
         await server.serve(sockets=sockets[:1])
     finally:
         if others is not None:
-            await asyncio.to_thread(others.stop)
+            # Their turns' grace, then their close (PRESSLOOP_SHUTDOWN_GRACE, _STOP_TIMEOUT).
+            wait_s = settings.shutdown_grace_s + settings.stop_timeout_s
+            await asyncio.to_thread(others.stop, wait_s)
         await service.close()
         if streamer is not None:
             await asyncio.to_thread(streamer.stop)

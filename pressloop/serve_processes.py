@@ -26,8 +26,6 @@ from collections.abc import Mapping
 
 from pressloop.config import Settings
 
-STOP_GRACE_S = 30.0  # a process finishing its shutdown (uvicorn's, then the service's close)
-
 
 def reuse_port_sockets(host: str, port: int, count: int) -> list[socket.socket]:
     """`count` listening sockets on one address (port 0: a free one, the same for all). One
@@ -93,7 +91,7 @@ class ServingProcesses:
             # receiving connections nobody accepts.
             sock.close()
 
-    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+    def stop(self, grace_s: float) -> None:
         """SIGTERM (each finishes its runs' writes and closes), SIGKILL after `grace_s`."""
         for process in self.processes:
             if process.poll() is None:

@@ -40,9 +40,6 @@ logger = logging.getLogger(__name__)
 
 # Where the server puts the connection's transport in a request's scope.
 TRANSPORT_EXTENSION = "pressloop.transport"
-# How long the hand-over waits for the stream process's answers.
-OPEN_TIMEOUT_S = 2.0
-END_TIMEOUT_S = 15.0
 
 
 class HandingOverProtocol(HttpToolsProtocol):
@@ -66,14 +63,22 @@ class Channel:
 
     @classmethod
     async def open(
-        cls, control_path: str, connection: socket.socket, run_id: str, key: str, ping_s: float
+        cls,
+        control_path: str,
+        connection: socket.socket,
+        run_id: str,
+        key: str,
+        ping_s: float,
+        *,
+        timeout_s: float,
     ) -> Channel:
-        """The stream process holds `connection` when this returns (else it raises)."""
+        """The stream process holds `connection` when this returns (else it raises, at the
+        latest after `timeout_s` for each of its answers: PRESSLOOP_STREAM_OPEN_TIMEOUT)."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.setblocking(False)
         loop = asyncio.get_running_loop()
         try:
-            async with asyncio.timeout(OPEN_TIMEOUT_S):
+            async with asyncio.timeout(timeout_s):
                 await loop.sock_connect(sock, control_path)
             socket.send_fds(sock, [open_message(key, run_id, ping_s)], [connection.fileno()])
             reader, writer = await asyncio.open_unix_connection(sock=sock)
@@ -81,7 +86,7 @@ class Channel:
             sock.close()  # not a stream's yet: closed here
             raise
         try:
-            async with asyncio.timeout(OPEN_TIMEOUT_S):
+            async with asyncio.timeout(timeout_s):
                 answer = read_message(await reader.readline() or b"{}")
             if not answer.get("ok"):
                 raise ConnectionError(f"the stream process refused the stream: {answer}")
@@ -165,7 +170,12 @@ class HandedOverResponse(Response):
                 await _written(transport)
                 connection = transport.get_extra_info("socket")
                 channel = await Channel.open(
-                    self._control_path, connection, self._run_id, self._key, self._ping_s
+                    self._control_path,
+                    connection,
+                    self._run_id,
+                    self._key,
+                    self._ping_s,
+                    timeout_s=self._service.settings.stream_open_timeout_s,
                 )
             except Exception:
                 self._stays_here()
@@ -196,7 +206,8 @@ class HandedOverResponse(Response):
             if forwarding.done() and forwarding.exception() is None and not channel.closed:
                 channel.send(END)
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(END_TIMEOUT_S):
+                    # PRESSLOOP_STREAM_END_TIMEOUT: its last frames written, or given up on.
+                    async with asyncio.timeout(self._service.settings.stream_end_timeout_s):
                         await channel.done.wait()
         finally:
             for task in (forwarding, listening, leaving):

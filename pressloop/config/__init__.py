@@ -162,6 +162,17 @@ class Settings(LocalModelSettings, ServingTuning, BaseSettings):
     # `pressloop serve` runs turns itself (its worker, and runs started by a request); off,
     # only `pressloop worker` processes run them (docs/operations.md).
     serve_runs: bool = Field(default=True, validation_alias=_env("PRESSLOOP_SERVE_RUNS"))
+    # Stopping (SIGTERM, SIGINT): how long running turns get to reach a resting state before
+    # they are cancelled and handed back (their lease expires; another worker resumes them), and
+    # how long a process's close may take after that (its last writes, its connections) before
+    # the process that started it (the first serving process, for the other serving processes
+    # and the stream processes) kills it.
+    shutdown_grace_s: float = Field(
+        default=10.0, ge=0, validation_alias=_env("PRESSLOOP_SHUTDOWN_GRACE")
+    )
+    stop_timeout_s: float = Field(
+        default=20.0, gt=0, validation_alias=_env("PRESSLOOP_STOP_TIMEOUT")
+    )
     # Cancel (DESIGN.md section 8): how often a process looks for cancels asked elsewhere for
     # the runs it runs, and how long a cancel request waits for a running run to stop.
     cancel_poll_s: float = Field(default=0.5, gt=0, validation_alias=_env("PRESSLOOP_CANCEL_POLL"))

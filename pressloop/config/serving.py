@@ -34,6 +34,19 @@ class ServingTuning(BaseSettings):
     # `pressloop serve` starts a stream process (`pressloop/streamer`) beside its serving
     # processes: a person's streamed tokens are read and written by a process that runs no turns.
     stream_process: bool = Field(default=False, validation_alias=_env("PRESSLOOP_STREAM_PROCESS"))
+    # The stream processes: how long `pressloop serve` waits for them to serve before it serves
+    # itself (their imports take 1-3 s; past this, a warning, and each early stream stays in its
+    # serving process); how long a serving process waits for one to take a stream (it stays in
+    # the serving process past it) and, once the run has ended, to write its last frames.
+    stream_ready_timeout_s: float = Field(
+        default=60.0, ge=0, validation_alias=_env("PRESSLOOP_STREAM_READY_TIMEOUT")
+    )
+    stream_open_timeout_s: float = Field(
+        default=2.0, gt=0, validation_alias=_env("PRESSLOOP_STREAM_OPEN_TIMEOUT")
+    )
+    stream_end_timeout_s: float = Field(
+        default=15.0, gt=0, validation_alias=_env("PRESSLOOP_STREAM_END_TIMEOUT")
+    )
     # Set by the first serving process for the others: the stream process's unix socket for
     # streams handed over, and the base URL (with its secret) for relayed model calls.
     streamer_control: str = Field(default="", validation_alias=_env("PRESSLOOP_STREAMER_CONTROL"))

@@ -27,7 +27,6 @@ async def run_worker(
     *,
     concurrency: int | None = None,
     scheduler: bool = False,
-    grace_s: float = 10.0,
 ) -> None:
     configure_logging(settings)  # PRESSLOOP_LOG_FORMAT, PRESSLOOP_LOG_LEVEL
     setup_tracing()  # OTEL_*: off unless an exporter is configured
@@ -52,7 +51,7 @@ async def run_worker(
         await stop.wait()
     finally:
         log.info("worker %s stopping", service.runner.owner)
-        await worker.stop(grace_s)
+        await worker.stop()  # PRESSLOOP_SHUTDOWN_GRACE
         await service.close()
         unwatch_gc()
         if metrics is not None:

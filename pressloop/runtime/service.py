@@ -144,6 +144,7 @@ class Service(ServiceRuns, OverviewReads, ServiceAdmin):
             poll_s=self.settings.worker_poll_s,
             idle_poll_s=self.settings.worker_idle_poll_s,
             notified=self._notified,
+            grace_s=self.settings.shutdown_grace_s,
         )
         self._keep(asyncio.create_task(self.worker.run_forever(), name="worker"))
         return self.worker

@@ -41,6 +41,7 @@ class Worker:
         poll_s: float,
         idle_poll_s: float | None = None,
         notified: Callable[[], bool] = lambda: False,
+        grace_s: float = 10.0,
         sleep: Sleep = real_sleep,
     ) -> None:
         self.runner = runner
@@ -50,6 +51,7 @@ class Worker:
         # waits for them, or for what they do not announce, at most `idle_poll_s`.
         self.idle_poll_s = max(poll_s, idle_poll_s if idle_poll_s is not None else poll_s)
         self.notified = notified
+        self.grace_s = grace_s
         self.sleep = sleep
         self._running: set[asyncio.Task[Any]] = set()
         self._stopping = asyncio.Event()
@@ -162,13 +164,15 @@ class Worker:
         except Exception:
             log.exception("run %s crashed", claim.run.id)
 
-    async def stop(self, grace_s: float = 10.0) -> None:
-        """Stop claiming; give running turns `grace_s` to finish, then cancel them (their lease
-        expires and another worker resumes them from their checkpoint)."""
+    async def stop(self, grace_s: float | None = None) -> None:
+        """Stop claiming; give running turns `grace_s` (unset: the worker's own,
+        PRESSLOOP_SHUTDOWN_GRACE) to finish, then cancel them (their lease expires and another
+        worker resumes them from their checkpoint)."""
         self._stopping.set()
         self._wake.set()
         if self._running:
-            _done, pending = await asyncio.wait(self._running, timeout=grace_s)
+            wait_s = self.grace_s if grace_s is None else grace_s
+            _done, pending = await asyncio.wait(self._running, timeout=wait_s)
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)

@@ -28,22 +28,24 @@ from pressloop.streamer.process import SECRET_ENV
 
 logger = logging.getLogger(__name__)
 
-STOP_GRACE_S = 10.0
-# How long `pressloop serve` waits for its stream processes to serve before it serves itself:
-# a stream handed over sooner would wait for the stream process's imports (3 s on a slow CPU) and
-# stay in its serving process instead. Past this, it goes on (each stream falls back the same way).
-READY_TIMEOUT_S = 60.0
-
 
 class StreamProcess:
     def __init__(
-        self, process: subprocess.Popen[bytes], directory: Path, control: str, relay: str
+        self,
+        process: subprocess.Popen[bytes],
+        directory: Path,
+        control: str,
+        relay: str,
+        *,
+        ready_fd: int,
+        stop_timeout_s: float,
     ) -> None:
         self.process = process
         self.directory = directory
         self.control = control
         self.relay = relay
-        self.ready_fd = -1
+        self.ready_fd = ready_fd  # -1 once read
+        self.stop_timeout_s = stop_timeout_s
 
     @classmethod
     def start(cls, settings: Settings) -> StreamProcess:
@@ -92,9 +94,14 @@ class StreamProcess:
             control.close()
             relay.close()
         relay_url = f"http://127.0.0.1:{port}/relay/{secret}"
-        started = cls(process, directory, str(control_path), relay_url)
-        started.ready_fd = ready
-        return started
+        return cls(
+            process,
+            directory,
+            str(control_path),
+            relay_url,
+            ready_fd=ready,
+            stop_timeout_s=settings.stop_timeout_s,
+        )
 
     def wait_ready(self, timeout_s: float) -> bool:
         """Until the stream process serves (True), ends or `timeout_s` passes (False)."""
@@ -116,11 +123,12 @@ class StreamProcess:
         update = {"streamer_control": self.control, "streamer_relay": SecretStr(self.relay)}
         return settings.model_copy(update=update)
 
-    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+    def stop(self) -> None:
+        """SIGTERM (it closes its streams), SIGKILL after PRESSLOOP_STOP_TIMEOUT."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
-                self.process.wait(timeout=grace_s)
+                self.process.wait(timeout=self.stop_timeout_s)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
@@ -135,8 +143,11 @@ class StreamProcesses:
         self.processes = processes
 
     @classmethod
-    def start(cls, settings: Settings, ready_timeout_s: float = READY_TIMEOUT_S) -> StreamProcesses:
-        """The stream processes, started together and serving (or given up waiting for)."""
+    def start(cls, settings: Settings) -> StreamProcesses:
+        """The stream processes, started together and serving, or given up waiting for after
+        PRESSLOOP_STREAM_READY_TIMEOUT: a stream handed over sooner would wait for the stream
+        process's imports (3 s on a slow CPU) and stay in its serving process instead; past it,
+        `pressloop serve` goes on (each early stream falls back the same way)."""
         started: list[StreamProcess] = []
         try:
             for _ in range(settings.serve_processes):
@@ -145,7 +156,7 @@ class StreamProcesses:
             for process in started:
                 process.stop()
             raise
-        deadline = time.monotonic() + ready_timeout_s
+        deadline = time.monotonic() + settings.stream_ready_timeout_s
         for process in started:
             if not process.wait_ready(max(0.0, deadline - time.monotonic())):
                 logger.warning("a stream process is not serving yet: its first streams stay here")

@@ -227,3 +227,39 @@ async def test_three_workers_run_300_runs_over_50_threads(
         if e.type is EventType.RUN_STARTED
     }
     assert len(workers_used) == 3
+
+
+async def test_a_stopped_worker_hands_its_turns_back_after_the_shutdown_grace(
+    service_and_workers: tuple[Service, CrashPackWorkers],
+) -> None:
+    """SIGTERM: the running turn gets PRESSLOOP_SHUTDOWN_GRACE (here 0.5 s, not the default
+    10 s) to finish, is cancelled, and another worker runs it again."""
+    service, workers = service_and_workers
+    thread = await service.create_thread()
+    run = (await service.submit(thread.id, "hello")).run
+    grace = {"PRESSLOOP_SHUTDOWN_GRACE": "0.5"}
+    first = workers.start([{"text": "never finished", "delay_s": 60}], name="a", env=grace)
+
+    async def started() -> bool:
+        return any(e.type is EventType.RUN_STARTED for e in await service.events(run.id))
+
+    await wait_for(started)
+    began = asyncio.get_running_loop().time()
+    first.send_signal(signal.SIGTERM)
+    returncode = await asyncio.to_thread(first.wait, 30)
+    stopped_after_s = asyncio.get_running_loop().time() - began
+    assert returncode == 0
+    # The default grace alone is 10 s: the setting was what it waited for.
+    assert stopped_after_s < 8.0, stopped_after_s
+    workers.start([{"text": "answered by the second worker"}], name="b")
+
+    async def finished() -> Any:
+        current = await service.get_run(run.id)
+        return current if current.status in FINAL_RUN_STATUSES else None
+
+    done = await wait_for(finished)
+    # Handed back, not failed: a stop costs the run no attempt.
+    assert done.status is RunStatus.SUCCEEDED and done.attempt == 1
+    assert done.result.assistant_text == "answered by the second worker"
+    starts = [e for e in await service.events(run.id) if e.type is EventType.RUN_STARTED]
+    assert len(starts) == 2 and starts[0].data["worker"] != starts[1].data["worker"]

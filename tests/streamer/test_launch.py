@@ -4,10 +4,13 @@ over at once (the first request after start-up) must not wait for the stream pro
 
 from __future__ import annotations
 
+import logging
+import signal
 import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from pressloop.config import Settings
 from pressloop.streamer.launch import StreamProcess, StreamProcesses
@@ -35,3 +38,32 @@ def test_waiting_for_a_stream_process_gives_up_at_its_timeout(tmp_path: Path) ->
         assert process.wait_ready(10.0) is True  # asked once: nothing more to wait for
     finally:
         process.stop()
+
+
+def test_start_gives_up_waiting_at_the_ready_timeout(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = Settings(data_dir=tmp_path, serve_processes=2, stream_ready_timeout_s=0.05)
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="pressloop.streamer.launch"):
+        processes = StreamProcesses.start(settings)
+    try:
+        # Their imports take a second or more: the wait ended at PRESSLOOP_STREAM_READY_TIMEOUT.
+        assert time.monotonic() - started < 1.0
+        assert len(caplog.records) == 2
+        assert "not serving yet" in caplog.records[0].getMessage()
+        assert all(p.process.poll() is None for p in processes.processes)  # still starting
+    finally:
+        processes.stop()
+
+
+def test_a_stream_process_that_does_not_stop_is_killed_at_the_stop_timeout(
+    tmp_path: Path,
+) -> None:
+    process = StreamProcess.start(Settings(data_dir=tmp_path, stop_timeout_s=0.3))
+    assert process.wait_ready(60.0) is True
+    process.process.send_signal(signal.SIGSTOP)  # deaf to SIGTERM until woken
+    started = time.monotonic()
+    process.stop()
+    assert process.process.returncode == -signal.SIGKILL
+    assert time.monotonic() - started < 5.0  # PRESSLOOP_STOP_TIMEOUT, not the default 20 s

@@ -13,6 +13,7 @@ on both databases.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -186,3 +187,49 @@ async def test_a_provider_the_stream_process_cannot_read_keeps_the_streams_here(
             frames = await _submit_streamed(client, server.admin_token)
         assert text_of(frames) == ANSWER
         assert frames[-1].event == "run.finished"
+
+
+async def test_a_stream_process_that_does_not_answer_leaves_the_stream_here_at_its_timeout(
+    database_url: str,
+    database: object,
+    tmp_path: Path,
+    openai_server: FakeOpenAIServer,  # noqa: F811
+) -> None:
+    """Paused (SIGSTOP), the stream process's sockets still accept: the serving process waits
+    PRESSLOOP_STREAM_OPEN_TIMEOUT (here 0.3 s, not the default 2 s) for its answer, then
+    streams the run itself; the model call that went to the paused relay times out
+    (PRESSLOOP_PROVIDER_TIMEOUT) and its retry goes straight to the model."""
+    openai_server.push(Reply(text=ANSWER, deltas=PIECES))
+    settings = {
+        "PRESSLOOP_STREAM_PROCESS": "1",
+        "PRESSLOOP_STREAM_OPEN_TIMEOUT": "0.3",
+        "PRESSLOOP_PROVIDER_TIMEOUT": "3",
+        "PRESSLOOP_PROVIDER_RETRY_BASE": "0.05",
+    }
+    with _serve(tmp_path, "a", database_url, openai_server, **settings) as a:
+        [pid] = stream_processes(a)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            auth = {"Authorization": f"Bearer {a.admin_token}"}
+            async with httpx.AsyncClient(base_url=a.url, timeout=30, trust_env=False) as client:
+                thread = (await client.post("/v1/threads", json={}, headers=auth)).json()["id"]
+                async with client.stream(
+                    "POST",
+                    f"/v1/threads/{thread}/runs",
+                    json={"message": "hello", "mode": "stream"},
+                    headers={**auth, **SSE},
+                ) as response:
+                    assert response.status_code == 200
+                    lines = response.aiter_lines()
+                    headed = asyncio.get_running_loop().time()
+                    head = await read_frames(lines, until=lambda f: f.event is not None)
+                    waited_s = asyncio.get_running_loop().time() - headed
+                    frames = [*head, *await read_frames(lines)]
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        frames = events_only(frames)
+        # The run's first event came once the open timed out: at 0.3 s, well before 2 s.
+        assert waited_s < 1.5, waited_s
+        assert text_of(frames) == ANSWER
+        assert frames[-1].data["data"]["status"] == "succeeded"
+        assert "a stream stays in this process" in a.output()
