@@ -6,7 +6,9 @@ tool catalog serialized once) and `cast_to=object`, which hands back the decoded
 answer or chunk: the typed `chat.completions.create` walks the whole request through its
 type-directed transform and builds a typed object per chunk, which we would then dump back to
 JSON to validate — about 5 ms of CPU a call with a 20-action catalog, against 1.4 ms this way
-(bench/peers profiles; at 1,000 turns in flight that decides the wall time). Every answer is
+(bench/peers profiles; at 1,000 turns in flight that decides the wall time). A streamed call
+skips `post`'s request building too (`stream_calls.py`), and is read by the SDK's `AsyncStream`
+all the same. Every answer is
 checked against the small tolerant models below before we read it (a compatible server may send
 anything): a wrong shape becomes a clear `ProviderError`, never an `AttributeError` deep in the
 engine.
@@ -33,6 +35,7 @@ from pressloop.providers.base import (
     ToolSpec,
 )
 from pressloop.providers.errors_map import SDKErrors, garbage, translated
+from pressloop.providers.stream_calls import StreamCalls
 from pressloop.providers.wire import (
     DEFAULT_MAX_CONNECTIONS,
     RequestBodies,
@@ -46,6 +49,7 @@ from pressloop.providers.wire import (
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 # On a relayed call: the provider's base URL, where the stream process passes the call on.
 UPSTREAM_HEADER = "X-Pressloop-Upstream"
+COMPLETIONS_PATH = "/chat/completions"
 ERRORS = SDKErrors.of(openai, openai.OpenAIError)
 
 
@@ -215,19 +219,25 @@ class OpenAIChatProvider(SDKProvider):
         # Always explicit, so the SDK never falls back to reading OPENAI_BASE_URL itself:
         # configuration is read in one place (pressloop.config).
         self._base_url = base_url or OPENAI_BASE_URL
+        http = http_client(openai, max_connections)
         self._client = openai.AsyncOpenAI(
             api_key=api_key,
             base_url=self._base_url,
             timeout=timeout_s,
             max_retries=0,  # RetryingProvider retries, with our backoff and our budget.
             default_headers=dict(extra_headers) if extra_headers else None,
-            http_client=http_client(openai, max_connections),
+            http_client=http,
         )
+        # Streamed calls (a person may be waiting for their tokens): the same client, headers
+        # and stream class, without `post`'s per-call request building (`stream_calls.py`).
+        self._streams = StreamCalls(openai, self._client, http, COMPLETIONS_PATH, timeout_s)
         self._bodies = RequestBodies(to_tools)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         with translated(self._name, ERRORS):
-            completion = await self._create(request, stream=False)
+            completion = await self._client.post(
+                COMPLETIONS_PATH, content=self._body(request, stream=False), cast_to=object
+            )
         parsed = parse(self._name, _Completion, completion, "a body that is not a chat completion")
         choice = parsed.choices[0]
         return ModelResponse(
@@ -248,9 +258,14 @@ class OpenAIChatProvider(SDKProvider):
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         state = StreamState()
         with translated(self._name, ERRORS, what="a stream event"):
-            chunks = await self._create(request, stream=True)
-            if not isinstance(chunks, openai.AsyncStream):
-                raise garbage(self._name, "a plain body where an event stream was expected")
+            body = self._body(request, stream=True)
+            if request.relay is not None and request.relay.alive():
+                # The stream process passes the call on (`pressloop.streamer.relay`), told where
+                # to (the key travels in the headers).
+                upstream = {UPSTREAM_HEADER: self._base_url}
+                chunks = await self._streams.open(request.relay.base_url, body, upstream)
+            else:
+                chunks = await self._streams.open(self._base_url, body)
             async with chunks:
                 async for chunk in chunks:
                     text = read_chunk(state, self._name, chunk)
@@ -260,7 +275,8 @@ class OpenAIChatProvider(SDKProvider):
             raise garbage(self._name, "an empty stream")
         yield ResponseDone(response=state.response(self._model))
 
-    async def _create(self, request: ModelRequest, *, stream: bool) -> Any:
+    def _body(self, request: ModelRequest, *, stream: bool) -> bytes:
+        """The request's JSON, the tool catalog serialized once (`wire.RequestBodies`)."""
         body: dict[str, Any] = {"model": self._model, "messages": to_messages(request)}
         if request.max_output_tokens:
             # Newer OpenAI models reject `max_tokens`; compatible servers accept this name too.
@@ -277,21 +293,7 @@ class OpenAIChatProvider(SDKProvider):
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
-        client = self._client
-        if stream and request.relay is not None and request.relay.alive():
-            # The same pool, another address: the stream process passes the call on
-            # (`pressloop.streamer.relay`), told where to (the key travels in the headers).
-            client = client.with_options(
-                base_url=request.relay.base_url,
-                default_headers={UPSTREAM_HEADER: self._base_url},
-            )
-        return await client.post(
-            "/chat/completions",
-            content=self._bodies.encode(body, request.tools),
-            cast_to=object,
-            stream=stream,
-            stream_cls=openai.AsyncStream[object],
-        )
+        return self._bodies.encode(body, request.tools)
 
 
 def to_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:

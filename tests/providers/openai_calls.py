@@ -42,3 +42,15 @@ async def openai_provider(openai_server: FakeOpenAIServer) -> AsyncIterator[Open
 
 async def collect(provider: OpenAIChatProvider, request: ModelRequest) -> list[StreamPart]:
     return [part async for part in provider.stream(request)]
+
+
+# The two ways a call goes out: `post` through the SDK (`complete`) and the streamed call
+# (`stream_calls.py`): what fails on the wire must fail the same on both.
+WAYS = ("complete", "stream")
+
+
+async def call(provider: OpenAIChatProvider, way: str, request: ModelRequest | None = None) -> None:
+    if way == "complete":
+        await provider.complete(request or ask())
+    else:
+        await collect(provider, request or ask())

@@ -265,3 +265,38 @@ async def test_a_changed_catalog_is_sent_as_it_is_now(
     assert sent == [["create_post"], ["create_post", "create_page"], []]
     assert "tools" not in openai_server.bodies[2]
     assert [r.headers["content-type"] for r in openai_server.requests] == ["application/json"] * 3
+
+
+# Headers the SDK's `post` sets per call (its retry count and timeout, the HTTP client's own
+# compression offer and defaults), not the provider's: a streamed call may differ there.
+PER_CALL = {"x-stainless-retry-count", "x-stainless-read-timeout", "accept-encoding"}
+PER_CALL |= {"content-length", "connection", "host"}
+
+
+async def test_a_streamed_call_sends_what_the_sdk_sends(openai_server: FakeOpenAIServer) -> None:
+    """Streamed calls skip the SDK's per-call request building (`stream_calls.py`): the same
+    address, key, extra headers and SDK identification go out as on a call through `post`."""
+    provider = OpenAIChatProvider(
+        api_key="or-key",
+        model="m",
+        base_url=openai_server.base_url,
+        timeout_s=5,
+        name="openrouter",
+        extra_headers={"X-Title": "Pressloop", "HTTP-Referer": "https://example.org"},
+    )
+    openai_server.push(Reply(text="whole"), Reply(text="streamed", deltas=("stream", "ed")))
+    await provider.complete(ask())
+    parts = await collect(provider, ask())
+    await provider.aclose()
+
+    done = parts[-1]
+    assert isinstance(done, ResponseDone) and done.response.text == "streamed"
+    posted, streamed = openai_server.requests
+    assert posted.path == streamed.path == "/v1/chat/completions"
+    sent = {k.lower(): v for k, v in streamed.headers.items() if k.lower() not in PER_CALL}
+    expected = {k.lower(): v for k, v in posted.headers.items() if k.lower() not in PER_CALL}
+    assert sent == expected
+    assert sent["authorization"] == "Bearer or-key" and sent["x-title"] == "Pressloop"
+    assert sent["user-agent"].startswith("AsyncOpenAI/Python")
+    assert "x-stainless-package-version" in sent
+    assert streamed.body["stream"] is True and "stream" not in posted.body

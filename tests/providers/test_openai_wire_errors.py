@@ -11,7 +11,7 @@ import pytest
 from pressloop.errors import ProviderError
 from pressloop.providers.base import StreamPart, TextDelta
 from pressloop.providers.openai_chat import OpenAIChatProvider
-from tests.providers.openai_calls import ask, collect
+from tests.providers.openai_calls import WAYS, ask, call, collect
 from tests.wire.openai_server import FakeOpenAIServer
 from tests.wire.scripted_server import ErrorReply, RawReply, Reply
 
@@ -47,27 +47,33 @@ async def test_error_inside_a_stream_is_a_retryable_provider_error(
         (422, "Unprocessable entity"),
     ],
 )
+@pytest.mark.parametrize("way", WAYS)
 async def test_client_errors_are_not_retryable(
-    openai_provider: OpenAIChatProvider, openai_server: FakeOpenAIServer, status: int, message: str
+    openai_provider: OpenAIChatProvider,
+    openai_server: FakeOpenAIServer,
+    status: int,
+    message: str,
+    way: str,
 ) -> None:
     openai_server.push(ErrorReply(status=status, message=message))
 
     with pytest.raises(ProviderError) as caught:
-        await openai_provider.complete(ask())
+        await call(openai_provider, way)
 
     assert caught.value.retryable is False
     assert caught.value.message == f"openai answered {status}: {message}"
     assert len(openai_server.requests) == 1
 
 
+@pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("status", [429, 500, 502, 503])
 async def test_rate_limits_and_server_errors_are_retryable(
-    openai_provider: OpenAIChatProvider, openai_server: FakeOpenAIServer, status: int
+    openai_provider: OpenAIChatProvider, openai_server: FakeOpenAIServer, status: int, way: str
 ) -> None:
     openai_server.push(ErrorReply(status=status, message="Please slow down"))
 
     with pytest.raises(ProviderError) as caught:
-        await openai_provider.complete(ask())
+        await call(openai_provider, way)
 
     assert caught.value.retryable is True
     assert caught.value.message == f"openai answered {status}: Please slow down"
@@ -136,21 +142,25 @@ async def test_garbage_streams_are_clear_provider_errors(
     assert caught.value.retryable is True
 
 
-async def test_a_slow_server_is_a_retryable_timeout(openai_server: FakeOpenAIServer) -> None:
+@pytest.mark.parametrize("way", WAYS)
+async def test_a_slow_server_is_a_retryable_timeout(
+    openai_server: FakeOpenAIServer, way: str
+) -> None:
     openai_server.push(Reply(text="too late", delay_s=5))
     provider = OpenAIChatProvider(
         api_key="sk-test", model="gpt-test", base_url=openai_server.base_url, timeout_s=0.2
     )
 
     with pytest.raises(ProviderError) as caught:
-        await provider.complete(ask())
+        await call(provider, way)
     await provider.aclose()
 
     assert caught.value.retryable is True
     assert caught.value.message == "openai did not answer in time (request timed out)"
 
 
-async def test_nobody_listening_is_a_retryable_connection_error() -> None:
+@pytest.mark.parametrize("way", WAYS)
+async def test_nobody_listening_is_a_retryable_connection_error(way: str) -> None:
     with socket.socket() as probe:  # a port that was free a moment ago
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -159,7 +169,7 @@ async def test_nobody_listening_is_a_retryable_connection_error() -> None:
     )
 
     with pytest.raises(ProviderError) as caught:
-        await provider.complete(ask())
+        await call(provider, way)
     await provider.aclose()
 
     assert caught.value.retryable is True
