@@ -3,9 +3,11 @@
 As for OpenAI (see openai_chat.py for why), the SDK is called through its generic `post` with
 the JSON body as bytes (the tool catalog serialized once) and `cast_to=object`: it does the
 transport, the SSE decoding (error events included) and the error classes, and hands back
-decoded JSON, which is checked against small tolerant models before we read it. The transcript
-is reshaped to what the Messages API requires: strict user/assistant alternation, and every tool
-result of one assistant turn in the single user message that follows it, before any text.
+decoded JSON, which is checked against small tolerant models before we read it; a streamed
+call skips `post`'s request building (`stream_calls.py`) and is read by the SDK's `AsyncStream`.
+The transcript is reshaped to what the Messages API requires: strict user/assistant alternation,
+and every tool result of one assistant turn in the single user message that follows it, before
+any text.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pressloop.providers.base import (
     ToolSpec,
 )
 from pressloop.providers.errors_map import SDKErrors, garbage, translated
+from pressloop.providers.stream_calls import StreamCalls
 from pressloop.providers.wire import (
     DEFAULT_MAX_CONNECTIONS,
     RequestBodies,
@@ -38,6 +41,7 @@ from pressloop.providers.wire import (
 )
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+MESSAGES_PATH = "/v1/messages"
 DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens; this is enough for one agent round
 ERRORS = SDKErrors.of(anthropic, anthropic.AnthropicError)
 
@@ -215,18 +219,23 @@ class AnthropicMessagesProvider(SDKProvider):
         self._timeout_s = timeout_s
         # Explicit, so the SDK never reads ANTHROPIC_BASE_URL itself (pressloop.config does).
         self._base_url = base_url or ANTHROPIC_BASE_URL
+        http = http_client(anthropic, max_connections)
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key,
             base_url=self._base_url,
             timeout=timeout_s,
             max_retries=0,
-            http_client=http_client(anthropic, max_connections),
+            http_client=http,
         )
+        # Streamed calls without `post`'s per-call request building (`stream_calls.py`).
+        self._streams = StreamCalls(anthropic, self._client, http, MESSAGES_PATH, timeout_s)
         self._bodies = RequestBodies(to_tools)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         with translated(self._name, ERRORS):
-            message = await self._create(request, stream=False)
+            message = await self._client.post(
+                MESSAGES_PATH, content=self._body(request, stream=False), cast_to=object
+            )
         parsed = parse(self._name, _Message, message, "a body that is not a message")
         return ModelResponse(
             text="".join(block.text or "" for block in parsed.content if block.type == "text"),
@@ -245,9 +254,7 @@ class AnthropicMessagesProvider(SDKProvider):
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
         state = _StreamState()
         with translated(self._name, ERRORS, what="a stream event"):
-            events = await self._create(request, stream=True)
-            if not isinstance(events, anthropic.AsyncStream):
-                raise garbage(self._name, "a plain body where an event stream was expected")
+            events = await self._streams.open(self._base_url, self._body(request, stream=True))
             async with events:
                 async for event in events:
                     what = "a stream event of the wrong shape"
@@ -258,7 +265,8 @@ class AnthropicMessagesProvider(SDKProvider):
             raise garbage(self._name, "a stream that ended before message_stop")
         yield ResponseDone(response=state.response(self._model))
 
-    async def _create(self, request: ModelRequest, *, stream: bool) -> Any:
+    def _body(self, request: ModelRequest, *, stream: bool) -> bytes:
+        """The request's JSON, the tool catalog serialized once (`wire.RequestBodies`)."""
         body: dict[str, Any] = {
             "model": self._model,
             "max_tokens": request.max_output_tokens or DEFAULT_MAX_TOKENS,
@@ -272,13 +280,7 @@ class AnthropicMessagesProvider(SDKProvider):
         if stream:
             body["stream"] = True
         # `response_schema` is for models without tool calling; every Claude model has it.
-        return await self._client.post(
-            "/v1/messages",
-            content=self._bodies.encode(body, request.tools),
-            cast_to=object,
-            stream=stream,
-            stream_cls=anthropic.AsyncStream[object],
-        )
+        return self._bodies.encode(body, request.tools)
 
 
 def to_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:

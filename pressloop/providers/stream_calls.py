@@ -30,9 +30,9 @@ class StreamCalls:
     def __init__(
         self, sdk: ModuleType, client: Any, http: httpx2.AsyncClient, path: str, timeout_s: float
     ) -> None:
-        """`client`: the SDK's client (`openai.AsyncOpenAI`) whose headers and stream class the
-        calls use; `http`: the HTTP client it was given (`wire.http_client`), which sends them;
-        `path`: relative to a base URL."""
+        """`sdk`: the `openai` or `anthropic` module; `client`: its client, whose headers and
+        stream class the calls use; `http`: the HTTP client it was given (`wire.http_client`),
+        which sends them; `path`: relative to a base URL."""
         self._sdk = sdk
         self._client = client
         self._http = http

@@ -50,6 +50,18 @@ async def collect(provider: AnthropicMessagesProvider, request: ModelRequest) ->
     return [part async for part in provider.stream(request)]
 
 
+# A call through the SDK's `post` (`complete`) and a streamed one (`stream_calls.py`): what fails
+# on the wire must fail the same on both.
+WAYS = ("complete", "stream")
+
+
+async def call(provider: AnthropicMessagesProvider, way: str) -> None:
+    if way == "complete":
+        await provider.complete(ask())
+    else:
+        await collect(provider, ask())
+
+
 async def test_plain_answer_system_prompt_and_usage(
     provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
 ) -> None:
@@ -278,30 +290,36 @@ async def test_error_event_inside_a_stream(
         (404, "model: claude-nope"),
     ],
 )
+@pytest.mark.parametrize("way", WAYS)
 async def test_client_errors_are_not_retryable(
     provider: AnthropicMessagesProvider,
     anthropic_server: FakeAnthropicServer,
     status: int,
     message: str,
+    way: str,
 ) -> None:
     anthropic_server.push(ErrorReply(status=status, message=message))
 
     with pytest.raises(ProviderError) as caught:
-        await provider.complete(ask())
+        await call(provider, way)
 
     assert caught.value.retryable is False
     assert caught.value.message == f"anthropic answered {status}: {message}"
     assert len(anthropic_server.requests) == 1
 
 
+@pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("status", [429, 500, 529])
 async def test_rate_limits_and_overload_are_retryable(
-    provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer, status: int
+    provider: AnthropicMessagesProvider,
+    anthropic_server: FakeAnthropicServer,
+    status: int,
+    way: str,
 ) -> None:
     anthropic_server.push(ErrorReply(status=status, message="Try again later"))
 
     with pytest.raises(ProviderError) as caught:
-        await collect(provider, ask())
+        await call(provider, way)
 
     assert caught.value.retryable is True
     assert caught.value.message == f"anthropic answered {status}: Try again later"
@@ -358,14 +376,17 @@ async def test_garbage_streams_are_clear_provider_errors(
     assert caught.value.retryable is True
 
 
-async def test_a_slow_server_is_a_retryable_timeout(anthropic_server: FakeAnthropicServer) -> None:
+@pytest.mark.parametrize("way", WAYS)
+async def test_a_slow_server_is_a_retryable_timeout(
+    anthropic_server: FakeAnthropicServer, way: str
+) -> None:
     anthropic_server.push(Reply(text="too late", delay_s=5))
     provider = AnthropicMessagesProvider(
         api_key="k", model="claude-test", base_url=anthropic_server.base_url, timeout_s=0.2
     )
 
     with pytest.raises(ProviderError) as caught:
-        await collect(provider, ask())
+        await call(provider, way)
     await provider.aclose()
 
     assert caught.value.retryable is True
@@ -386,3 +407,30 @@ async def test_the_body_goes_as_json_with_its_tools(
     ] * 2
     assert [t["name"] for t in anthropic_server.bodies[0]["tools"]] == ["create_post"]
     assert "tools" not in anthropic_server.bodies[1]
+
+
+# Headers `post` sets per call (retry count, timeouts, the HTTP client's compression offer and
+# defaults), not the provider's: a streamed call may differ there.
+PER_CALL = {"x-stainless-retry-count", "x-stainless-read-timeout", "x-stainless-timeout"}
+PER_CALL |= {"accept-encoding", "content-length", "connection", "host"}
+
+
+async def test_a_streamed_call_sends_what_the_sdk_sends(
+    provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
+) -> None:
+    """Streamed calls skip the SDK's per-call request building (`stream_calls.py`): the same
+    address, key, API version and SDK identification go out as on a call through `post`."""
+    anthropic_server.push(Reply(text="whole"), Reply(text="streamed", deltas=("stream", "ed")))
+    await provider.complete(ask())
+    parts = await collect(provider, ask())
+
+    done = parts[-1]
+    assert isinstance(done, ResponseDone) and done.response.text == "streamed"
+    posted, streamed = anthropic_server.requests
+    assert posted.path == streamed.path == "/v1/messages"
+    sent = {k.lower(): v for k, v in streamed.headers.items() if k.lower() not in PER_CALL}
+    expected = {k.lower(): v for k, v in posted.headers.items() if k.lower() not in PER_CALL}
+    assert sent == expected
+    assert "anthropic-version" in sent and "x-stainless-package-version" in sent
+    assert sent["user-agent"].startswith("AsyncAnthropic/Python")
+    assert streamed.body["stream"] is True and "stream" not in posted.body
