@@ -163,7 +163,7 @@ class Settings(LocalModelSettings, ServingTuning, BaseSettings):
     # only `pressloop worker` processes run them (docs/operations.md).
     serve_runs: bool = Field(default=True, validation_alias=_env("PRESSLOOP_SERVE_RUNS"))
     # Stopping (SIGTERM, SIGINT): how long running turns get to reach a resting state before
-    # they are cancelled and handed back (their lease expires; another worker resumes them), and
+    # they are cancelled and handed back to the queue (another worker resumes them), and
     # how long a process's close may take after that (its last writes, its connections) before
     # the process that started it (the first serving process, for the other serving processes
     # and the stream processes) kills it.

@@ -166,7 +166,7 @@ class Worker:
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Stop claiming; give running turns `grace_s` (unset: the worker's own,
-        PRESSLOOP_SHUTDOWN_GRACE) to finish, then cancel them (their lease expires and another
+        PRESSLOOP_SHUTDOWN_GRACE) to finish, then cancel them (handed back to the queue, another
         worker resumes them from their checkpoint)."""
         self._stopping.set()
         self._wake.set()
