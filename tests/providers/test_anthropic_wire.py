@@ -17,6 +17,7 @@ from pressloop.providers.base import (
     TextDelta,
     ToolSpec,
 )
+from tests.providers.sdk_headers import provider_headers
 from tests.wire.anthropic_server import FakeAnthropicServer
 from tests.wire.scripted_server import ErrorReply, RawReply, Reply, ToolCall
 
@@ -409,12 +410,6 @@ async def test_the_body_goes_as_json_with_its_tools(
     assert "tools" not in anthropic_server.bodies[1]
 
 
-# Headers `post` sets per call (retry count, timeouts, the HTTP client's compression offer and
-# defaults), not the provider's: a streamed call may differ there.
-PER_CALL = {"x-stainless-retry-count", "x-stainless-read-timeout", "x-stainless-timeout"}
-PER_CALL |= {"accept-encoding", "content-length", "connection", "host"}
-
-
 async def test_a_streamed_call_sends_what_the_sdk_sends(
     provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
 ) -> None:
@@ -428,9 +423,8 @@ async def test_a_streamed_call_sends_what_the_sdk_sends(
     assert isinstance(done, ResponseDone) and done.response.text == "streamed"
     posted, streamed = anthropic_server.requests
     assert posted.path == streamed.path == "/v1/messages"
-    sent = {k.lower(): v for k, v in streamed.headers.items() if k.lower() not in PER_CALL}
-    expected = {k.lower(): v for k, v in posted.headers.items() if k.lower() not in PER_CALL}
-    assert sent == expected
+    sent = provider_headers(streamed.headers)
+    assert sent == provider_headers(posted.headers)
     assert "anthropic-version" in sent and "x-stainless-package-version" in sent
     assert sent["user-agent"].startswith("AsyncAnthropic/Python")
     assert streamed.body["stream"] is True and "stream" not in posted.body

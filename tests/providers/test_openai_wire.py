@@ -18,6 +18,7 @@ from pressloop.providers.base import (
 )
 from pressloop.providers.openai_chat import OpenAIChatProvider
 from tests.providers.openai_calls import CREATE_POST, ask, collect
+from tests.providers.sdk_headers import provider_headers
 from tests.wire.openai_server import FakeOpenAIServer
 from tests.wire.scripted_server import ErrorReply, Reply, ToolCall
 
@@ -267,12 +268,6 @@ async def test_a_changed_catalog_is_sent_as_it_is_now(
     assert [r.headers["content-type"] for r in openai_server.requests] == ["application/json"] * 3
 
 
-# Headers the SDK's `post` sets per call (its retry count and timeout, the HTTP client's own
-# compression offer and defaults), not the provider's: a streamed call may differ there.
-PER_CALL = {"x-stainless-retry-count", "x-stainless-read-timeout", "accept-encoding"}
-PER_CALL |= {"content-length", "connection", "host"}
-
-
 async def test_a_streamed_call_sends_what_the_sdk_sends(openai_server: FakeOpenAIServer) -> None:
     """Streamed calls skip the SDK's per-call request building (`stream_calls.py`): the same
     address, key, extra headers and SDK identification go out as on a call through `post`."""
@@ -293,9 +288,8 @@ async def test_a_streamed_call_sends_what_the_sdk_sends(openai_server: FakeOpenA
     assert isinstance(done, ResponseDone) and done.response.text == "streamed"
     posted, streamed = openai_server.requests
     assert posted.path == streamed.path == "/v1/chat/completions"
-    sent = {k.lower(): v for k, v in streamed.headers.items() if k.lower() not in PER_CALL}
-    expected = {k.lower(): v for k, v in posted.headers.items() if k.lower() not in PER_CALL}
-    assert sent == expected
+    sent = provider_headers(streamed.headers)
+    assert sent == provider_headers(posted.headers)
     assert sent["authorization"] == "Bearer or-key" and sent["x-title"] == "Pressloop"
     assert sent["user-agent"].startswith("AsyncOpenAI/Python")
     assert "x-stainless-package-version" in sent

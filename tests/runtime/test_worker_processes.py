@@ -81,6 +81,16 @@ async def running_runs(service: Service) -> int:
         )
 
 
+async def has_started(service: Service, run_id: str) -> bool:
+    return any(e.type is EventType.RUN_STARTED for e in await service.events(run_id))
+
+
+async def finished_run(service: Service, run_id: str) -> Any:
+    """The run once it rests in a final status, else None (for `wait_for`)."""
+    current = await service.get_run(run_id)
+    return current if current.status in FINAL_RUN_STATUSES else None
+
+
 async def test_a_worker_killed_during_a_model_call_is_replaced(
     service_and_workers: tuple[Service, CrashPackWorkers],
 ) -> None:
@@ -89,18 +99,11 @@ async def test_a_worker_killed_during_a_model_call_is_replaced(
     run = (await service.submit(thread.id, "hello")).run
     first = workers.start([{"text": "never finished", "delay_s": 60}], name="a")
 
-    async def started() -> bool:
-        return any(e.type is EventType.RUN_STARTED for e in await service.events(run.id))
-
-    await wait_for(started)
+    await wait_for(lambda: has_started(service, run.id))
     first.kill()  # SIGKILL in the middle of the model call
     workers.start([{"text": "answered by the second worker"}], name="b")
 
-    async def finished() -> Any:
-        current = await service.get_run(run.id)
-        return current if current.status in FINAL_RUN_STATUSES else None
-
-    done = await wait_for(finished)
+    done = await wait_for(lambda: finished_run(service, run.id))
     assert done.status is RunStatus.SUCCEEDED and done.attempt == 2
     assert done.result.assistant_text == "answered by the second worker"
     assert await running_runs(service) == 0
@@ -240,10 +243,7 @@ async def test_a_stopped_worker_hands_its_turns_back_after_the_shutdown_grace(
     grace = {"PRESSLOOP_SHUTDOWN_GRACE": "0.5"}
     first = workers.start([{"text": "never finished", "delay_s": 60}], name="a", env=grace)
 
-    async def started() -> bool:
-        return any(e.type is EventType.RUN_STARTED for e in await service.events(run.id))
-
-    await wait_for(started)
+    await wait_for(lambda: has_started(service, run.id))
     began = asyncio.get_running_loop().time()
     first.send_signal(signal.SIGTERM)
     returncode = await asyncio.to_thread(first.wait, 30)
@@ -253,11 +253,7 @@ async def test_a_stopped_worker_hands_its_turns_back_after_the_shutdown_grace(
     assert stopped_after_s < 8.0, stopped_after_s
     workers.start([{"text": "answered by the second worker"}], name="b")
 
-    async def finished() -> Any:
-        current = await service.get_run(run.id)
-        return current if current.status in FINAL_RUN_STATUSES else None
-
-    done = await wait_for(finished)
+    done = await wait_for(lambda: finished_run(service, run.id))
     # Handed back, not failed: a stop costs the run no attempt.
     assert done.status is RunStatus.SUCCEEDED and done.attempt == 1
     assert done.result.assistant_text == "answered by the second worker"
