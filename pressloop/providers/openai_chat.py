@@ -8,10 +8,9 @@ type-directed transform and builds a typed object per chunk, which we would then
 JSON to validate — about 5 ms of CPU a call with a 20-action catalog, against 1.4 ms this way
 (bench/peers profiles; at 1,000 turns in flight that decides the wall time). A streamed call
 skips `post`'s request building too (`stream_calls.py`), and is read by the SDK's `AsyncStream`
-all the same. Every answer is
-checked against the small tolerant models below before we read it (a compatible server may send
-anything): a wrong shape becomes a clear `ProviderError`, never an `AttributeError` deep in the
-engine.
+all the same. Every answer is checked against the small tolerant models below before we read it
+(a compatible server may send anything): a wrong shape becomes a clear `ProviderError`, never an
+`AttributeError` deep in the engine.
 """
 
 from __future__ import annotations

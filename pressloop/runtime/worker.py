@@ -164,15 +164,14 @@ class Worker:
         except Exception:
             log.exception("run %s crashed", claim.run.id)
 
-    async def stop(self, grace_s: float | None = None) -> None:
-        """Stop claiming; give running turns `grace_s` (unset: the worker's own,
-        PRESSLOOP_SHUTDOWN_GRACE) to finish, then cancel them (handed back to the queue, another
-        worker resumes them from their checkpoint)."""
+    async def stop(self) -> None:
+        """Stop claiming; give running turns `grace_s` (PRESSLOOP_SHUTDOWN_GRACE) to finish,
+        then cancel them (handed back to the queue, another worker resumes them from their
+        checkpoint)."""
         self._stopping.set()
         self._wake.set()
         if self._running:
-            wait_s = self.grace_s if grace_s is None else grace_s
-            _done, pending = await asyncio.wait(self._running, timeout=wait_s)
+            _done, pending = await asyncio.wait(self._running, timeout=self.grace_s)
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)

@@ -1,70 +1,24 @@
-"""AnthropicMessagesProvider against a fake server speaking the Messages wire protocol."""
+"""AnthropicMessagesProvider against a fake server speaking the Messages wire protocol: requests
+and answers (its failures: test_anthropic_wire_errors.py)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
 from pressloop.contracts import ActionCall, Message, Role, Usage
-from pressloop.errors import ProviderError
 from pressloop.providers.anthropic_messages import AnthropicMessagesProvider
 from pressloop.providers.base import (
     ModelRequest,
     ModelResponse,
     ResponseDone,
-    StreamPart,
     TextDelta,
-    ToolSpec,
 )
+from tests.providers.anthropic_calls import CREATE_POST, ask, collect
 from tests.providers.sdk_headers import provider_headers
 from tests.wire.anthropic_server import FakeAnthropicServer
-from tests.wire.scripted_server import ErrorReply, RawReply, Reply, ToolCall
-
-CREATE_POST = ToolSpec(
-    name="create_post",
-    description="Create a draft post.",
-    parameters={"type": "object", "properties": {"title": {"type": "string"}}},
-)
-
-
-def ask(text: str = "Hello?", **kwargs: object) -> ModelRequest:
-    return ModelRequest(
-        system="You run a WordPress site.",
-        messages=[Message(role=Role.USER, content=text)],
-        **kwargs,  # type: ignore[arg-type]
-    )
-
-
-@pytest.fixture
-async def provider(
-    anthropic_server: FakeAnthropicServer,
-) -> AsyncIterator[AnthropicMessagesProvider]:
-    provider = AnthropicMessagesProvider(
-        api_key="sk-ant-test", model="claude-test", base_url=anthropic_server.base_url, timeout_s=5
-    )
-    yield provider
-    await provider.aclose()
-
-
-async def collect(provider: AnthropicMessagesProvider, request: ModelRequest) -> list[StreamPart]:
-    return [part async for part in provider.stream(request)]
-
-
-# A call through the SDK's `post` (`complete`) and a streamed one (`stream_calls.py`): what fails
-# on the wire must fail the same on both.
-WAYS = ("complete", "stream")
-
-
-async def call(provider: AnthropicMessagesProvider, way: str) -> None:
-    if way == "complete":
-        await provider.complete(ask())
-    else:
-        await collect(provider, ask())
+from tests.wire.scripted_server import Reply, ToolCall
 
 
 async def test_plain_answer_system_prompt_and_usage(
-    provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
+    anthropic_provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
 ) -> None:
     anthropic_server.push(
         Reply(
@@ -77,7 +31,7 @@ async def test_plain_answer_system_prompt_and_usage(
         )
     )
 
-    response = await provider.complete(ask())
+    response = await anthropic_provider.complete(ask())
 
     assert response == ModelResponse(
         text="Hi there.",
@@ -107,7 +61,7 @@ async def test_plain_answer_system_prompt_and_usage(
 
 
 async def test_tools_are_offered_and_tool_uses_decoded(
-    provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
+    anthropic_provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
 ) -> None:
     anthropic_server.push(
         Reply(
@@ -119,7 +73,7 @@ async def test_tools_are_offered_and_tool_uses_decoded(
         )
     )
 
-    response = await provider.complete(ask(tools=[CREATE_POST], max_output_tokens=512))
+    response = await anthropic_provider.complete(ask(tools=[CREATE_POST], max_output_tokens=512))
 
     assert response.text == "Let me create it."
     assert response.finish_reason == "tool_use"
@@ -139,7 +93,7 @@ async def test_tools_are_offered_and_tool_uses_decoded(
 
 
 async def test_transcript_mapping_on_the_wire(
-    provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
+    anthropic_provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
 ) -> None:
     """Tool results of one assistant turn go in ONE user message, first; roles alternate."""
     anthropic_server.push(Reply(text="Both posts exist."))
@@ -161,7 +115,7 @@ async def test_transcript_mapping_on_the_wire(
         ],
     )
 
-    await provider.complete(request)
+    await anthropic_provider.complete(request)
 
     use_a = {"type": "tool_use", "id": "toolu_a", "name": "create_post", "input": {"title": "One"}}
     use_b = {"type": "tool_use", "id": "toolu_b", "name": "create_post", "input": {"title": "Two"}}
@@ -202,7 +156,7 @@ async def test_transcript_mapping_on_the_wire(
 
 
 async def test_stream_yields_text_deltas_then_the_final_response(
-    provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
+    anthropic_provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
 ) -> None:
     anthropic_server.push(
         Reply(
@@ -214,7 +168,7 @@ async def test_stream_yields_text_deltas_then_the_final_response(
         )
     )
 
-    parts = await collect(provider, ask())
+    parts = await collect(anthropic_provider, ask())
 
     assert parts == [
         TextDelta(text="Hel"),
@@ -234,7 +188,7 @@ async def test_stream_yields_text_deltas_then_the_final_response(
 
 
 async def test_stream_accumulates_input_json_deltas_per_tool_use(
-    provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
+    anthropic_provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
 ) -> None:
     anthropic_server.push(
         Reply(
@@ -247,7 +201,7 @@ async def test_stream_accumulates_input_json_deltas_per_tool_use(
         )
     )
 
-    parts = await collect(provider, ask(tools=[CREATE_POST]))
+    parts = await collect(anthropic_provider, ask(tools=[CREATE_POST]))
 
     assert "".join(p.text for p in parts if isinstance(p, TextDelta)) == "Two calls."
     done = parts[-1]
@@ -261,147 +215,14 @@ async def test_stream_accumulates_input_json_deltas_per_tool_use(
     ]
 
 
-async def test_error_event_inside_a_stream(
-    provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
-) -> None:
-    anthropic_server.push(
-        Reply(
-            text="Part",
-            deltas=("Pa", "rt"),
-            stream_error=ErrorReply(status=529, message="Overloaded"),
-        )
-    )
-    seen: list[StreamPart] = []
-
-    with pytest.raises(ProviderError) as caught:
-        async for part in provider.stream(ask()):
-            seen.append(part)
-
-    assert seen == [TextDelta(text="Pa"), TextDelta(text="rt")]
-    assert caught.value.retryable is True
-    assert caught.value.message == "anthropic stream failed (overloaded_error): Overloaded"
-
-
-@pytest.mark.parametrize(
-    ("status", "message"),
-    [
-        (400, "messages: roles must alternate"),
-        (401, "invalid x-api-key"),
-        (403, "Your API key does not have permission to use the specified resource."),
-        (404, "model: claude-nope"),
-    ],
-)
-@pytest.mark.parametrize("way", WAYS)
-async def test_client_errors_are_not_retryable(
-    provider: AnthropicMessagesProvider,
-    anthropic_server: FakeAnthropicServer,
-    status: int,
-    message: str,
-    way: str,
-) -> None:
-    anthropic_server.push(ErrorReply(status=status, message=message))
-
-    with pytest.raises(ProviderError) as caught:
-        await call(provider, way)
-
-    assert caught.value.retryable is False
-    assert caught.value.message == f"anthropic answered {status}: {message}"
-    assert len(anthropic_server.requests) == 1
-
-
-@pytest.mark.parametrize("way", WAYS)
-@pytest.mark.parametrize("status", [429, 500, 529])
-async def test_rate_limits_and_overload_are_retryable(
-    provider: AnthropicMessagesProvider,
-    anthropic_server: FakeAnthropicServer,
-    status: int,
-    way: str,
-) -> None:
-    anthropic_server.push(ErrorReply(status=status, message="Try again later"))
-
-    with pytest.raises(ProviderError) as caught:
-        await call(provider, way)
-
-    assert caught.value.retryable is True
-    assert caught.value.message == f"anthropic answered {status}: Try again later"
-    assert len(anthropic_server.requests) == 1
-
-
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [
-        (RawReply(body="<html>bad gateway</html>", content_type="text/html"), "not JSON"),
-        (RawReply(body="{truncated"), "not JSON"),
-        (RawReply(body=b""), "not JSON"),
-        (RawReply(body='{"type": "message", "content": "hi"}'), "not a message"),
-        (RawReply(body="[]"), "not a message"),
-    ],
-)
-async def test_garbage_bodies_are_clear_provider_errors(
-    provider: AnthropicMessagesProvider,
-    anthropic_server: FakeAnthropicServer,
-    raw: RawReply,
-    expected: str,
-) -> None:
-    anthropic_server.push(raw)
-
-    with pytest.raises(ProviderError) as caught:
-        await provider.complete(ask())
-
-    assert caught.value.message.startswith("anthropic answered with a body that is ")
-    assert expected in caught.value.message
-    assert caught.value.retryable is True
-
-
-@pytest.mark.parametrize(
-    ("body", "expected"),
-    [
-        ("event: message_start\ndata: {nope\n\n", "not JSON"),
-        ('event: message_start\ndata: {"type": "message_start"}\n\n', "ended before message_stop"),
-        ('event: content_block_delta\ndata: {"index": 0}\n\n', "wrong shape"),
-        ("", "ended before message_stop"),
-    ],
-)
-async def test_garbage_streams_are_clear_provider_errors(
-    provider: AnthropicMessagesProvider,
-    anthropic_server: FakeAnthropicServer,
-    body: str,
-    expected: str,
-) -> None:
-    anthropic_server.push(RawReply(body=body, content_type="text/event-stream"))
-
-    with pytest.raises(ProviderError) as caught:
-        await collect(provider, ask())
-
-    assert expected in caught.value.message
-    assert caught.value.retryable is True
-
-
-@pytest.mark.parametrize("way", WAYS)
-async def test_a_slow_server_is_a_retryable_timeout(
-    anthropic_server: FakeAnthropicServer, way: str
-) -> None:
-    anthropic_server.push(Reply(text="too late", delay_s=5))
-    provider = AnthropicMessagesProvider(
-        api_key="k", model="claude-test", base_url=anthropic_server.base_url, timeout_s=0.2
-    )
-
-    with pytest.raises(ProviderError) as caught:
-        await call(provider, way)
-    await provider.aclose()
-
-    assert caught.value.retryable is True
-    assert caught.value.message == "anthropic did not answer in time (request timed out)"
-
-
 async def test_the_body_goes_as_json_with_its_tools(
-    provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
+    anthropic_provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
 ) -> None:
     """The body is handed to the SDK as bytes (the catalog serialized once): still JSON."""
     for _ in range(2):
         anthropic_server.push(Reply(text="ok"))
-    await provider.complete(ask(tools=[CREATE_POST]))
-    await provider.complete(ask())
+    await anthropic_provider.complete(ask(tools=[CREATE_POST]))
+    await anthropic_provider.complete(ask())
 
     assert [r.headers["content-type"] for r in anthropic_server.requests] == [
         "application/json"
@@ -411,13 +232,13 @@ async def test_the_body_goes_as_json_with_its_tools(
 
 
 async def test_a_streamed_call_sends_what_the_sdk_sends(
-    provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
+    anthropic_provider: AnthropicMessagesProvider, anthropic_server: FakeAnthropicServer
 ) -> None:
     """Streamed calls skip the SDK's per-call request building (`stream_calls.py`): the same
     address, key, API version and SDK identification go out as on a call through `post`."""
     anthropic_server.push(Reply(text="whole"), Reply(text="streamed", deltas=("stream", "ed")))
-    await provider.complete(ask())
-    parts = await collect(provider, ask())
+    await anthropic_provider.complete(ask())
+    parts = await collect(anthropic_provider, ask())
 
     done = parts[-1]
     assert isinstance(done, ResponseDone) and done.response.text == "streamed"
