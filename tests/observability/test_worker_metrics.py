@@ -99,11 +99,11 @@ async def test_a_lease_that_expires_on_the_last_attempt_counts_a_dead_run(
                 answer = await client.get(f"/v1/runs/{run_id}")
                 return bool(answer.json()["status"] == wanted)
 
-            await wait_for(lambda: status_is("running"))
+            await wait_for(lambda: status_is("running"), what="the run to be running")
             first.kill()
             port = free_port()
             workers.start([], name="b", env={"PRESSLOOP_METRICS_PORT": str(port)})
-            await wait_for(lambda: status_is("dead"))
+            await wait_for(lambda: status_is("dead"), what="the run to be dead-lettered")
             second = await scrape(f"http://127.0.0.1:{port}/metrics")
             assert value(second, "pressloop_lease_expiries_total", outcome="dead", **API) == 1
             assert value(second, "pressloop_runs_dead_total", reason="lease_expired", **API) == 1

@@ -99,11 +99,11 @@ async def test_a_worker_killed_during_a_model_call_is_replaced(
     run = (await service.submit(thread.id, "hello")).run
     first = workers.start([{"text": "never finished", "delay_s": 60}], name="a")
 
-    await wait_for(lambda: has_started(service, run.id))
+    await wait_for(lambda: has_started(service, run.id), what="the run to start")
     first.kill()  # SIGKILL in the middle of the model call
     workers.start([{"text": "answered by the second worker"}], name="b")
 
-    done = await wait_for(lambda: finished_run(service, run.id))
+    done = await wait_for(lambda: finished_run(service, run.id), what="the run to finish")
     assert done.status is RunStatus.SUCCEEDED and done.attempt == 2
     assert done.result.assistant_text == "answered by the second worker"
     assert await running_runs(service) == 0
@@ -243,7 +243,7 @@ async def test_a_stopped_worker_hands_its_turns_back_after_the_shutdown_grace(
     grace = {"PRESSLOOP_SHUTDOWN_GRACE": "0.5"}
     first = workers.start([{"text": "never finished", "delay_s": 60}], name="a", env=grace)
 
-    await wait_for(lambda: has_started(service, run.id))
+    await wait_for(lambda: has_started(service, run.id), what="the run to start")
     began = asyncio.get_running_loop().time()
     first.send_signal(signal.SIGTERM)
     returncode = await asyncio.to_thread(first.wait, 30)
@@ -253,7 +253,7 @@ async def test_a_stopped_worker_hands_its_turns_back_after_the_shutdown_grace(
     assert stopped_after_s < 8.0, stopped_after_s
     workers.start([{"text": "answered by the second worker"}], name="b")
 
-    done = await wait_for(lambda: finished_run(service, run.id))
+    done = await wait_for(lambda: finished_run(service, run.id), what="the run to finish")
     # Handed back, not failed: a stop costs the run no attempt.
     assert done.status is RunStatus.SUCCEEDED and done.attempt == 1
     assert done.result.assistant_text == "answered by the second worker"

@@ -100,12 +100,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def wait_for(check: Callable[[], Awaitable[Any]], limit_s: float = 30.0) -> Any:
-    """Poll `check` until it answers something true (returned), or fail after `limit_s`."""
+async def wait_for(
+    check: Callable[[], Awaitable[Any]], limit_s: float = 30.0, *, what: str | None = None
+) -> Any:
+    """Poll `check` until it answers something true (returned), or fail after `limit_s`,
+    naming `what` was awaited (a lambda's own name says nothing)."""
     deadline = asyncio.get_running_loop().time() + limit_s
     while not (value := await check()):
         if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {check.__name__}")
+            awaited = what or check.__name__
+            raise AssertionError(f"timed out after {limit_s:g} s waiting for {awaited}")
         await asyncio.sleep(0.05)
     return value
 
