@@ -25,6 +25,7 @@ from pressloop.observability.exposition import check_open_metrics_address
 from pressloop.observability.logs import configure_logging
 from pressloop.observability.tracing import setup_tracing, shutdown_tracing
 from pressloop.private_files import private_dir, write_private
+from pressloop.process_priority import lower_priority
 from pressloop.providers.factory import relays_streams
 from pressloop.runtime import collector
 from pressloop.runtime.loop_lanes import LanesLoop
@@ -118,6 +119,13 @@ async def check_site(console: Console, settings: Settings) -> None:
         console.print(f"  hint: {escape(check.hint)}", soft_wrap=True, style="dim")
 
 
+def step_aside_for_stream_processes(settings: Settings) -> None:
+    """With stream processes (started before, at the priority this process had), this process
+    runs turns at a lower one (PRESSLOOP_TURN_NICE; `process_priority.py`)."""
+    if settings.streamer_control:
+        lower_priority(settings.turn_nice)
+
+
 async def serve_api(
     console: Console,
     settings: Settings,
@@ -142,12 +150,12 @@ async def serve_api(
     if settings.wp_url and fd is None:
         await check_site(console, settings)
     streamer: StreamProcesses | None = None
-    if settings.stream_process and fd is None:
+    if settings.starts_stream_processes() and fd is None:
         if relays_streams(settings):
             # Waits (seconds) until they serve: off the loop.
             streamer = await asyncio.to_thread(StreamProcesses.start, settings)
             settings = streamer.processes[0].pointed(settings)
-        else:
+        elif settings.stream_process:  # asked for, not only the default of several processes
             # Its parts would come from nowhere: the serving processes stream as they do.
             console.print(
                 "[yellow]Note:[/] PRESSLOOP_STREAM_PROCESS reads OpenAI-compatible answers "
@@ -179,6 +187,7 @@ async def serve_api(
         stop_young = collector.collect_young_every(settings.gc_young_every_s)
         if fd is not None:
             console.print(f"Pressloop serving process {os.getpid()} on the shared port")
+            step_aside_for_stream_processes(settings)
             await server.serve(sockets=[socket.socket(fileno=fd)])
             return 0
         sockets = reuse_port_sockets(host, port, settings.serve_processes)
@@ -200,6 +209,7 @@ async def serve_api(
                     "(PostgreSQL is the database for several processes)",
                     soft_wrap=True,
                 )
+        step_aside_for_stream_processes(settings)  # after starting the others: they do it too
         await server.serve(sockets=sockets[:1])
     finally:
         if others is not None:

@@ -31,9 +31,13 @@ class ServingTuning(BaseSettings):
     serve_processes: int = Field(
         default=1, ge=1, le=64, validation_alias=_env("PRESSLOOP_SERVE_PROCESSES")
     )
-    # `pressloop serve` starts a stream process (`pressloop/streamer`) beside its serving
-    # processes: a person's streamed tokens are read and written by a process that runs no turns.
-    stream_process: bool = Field(default=False, validation_alias=_env("PRESSLOOP_STREAM_PROCESS"))
+    # `pressloop serve` starts a stream process (`pressloop/streamer`) beside each serving
+    # process: a person's streamed tokens are read and written by a process that runs no turns
+    # (`starts_stream_processes`). Unset: with several serving processes, a deployment sized for
+    # many streams at once; one process alone (a person chatting) has no use for the memory.
+    stream_process: bool | None = Field(
+        default=None, validation_alias=_env("PRESSLOOP_STREAM_PROCESS")
+    )
     # The stream processes: how long `pressloop serve` waits for them to serve before it serves
     # itself (their imports take 1-3 s; past this, a warning, and each early stream stays in its
     # serving process); how long a serving process waits for one to take a stream (it stays in
@@ -47,6 +51,10 @@ class ServingTuning(BaseSettings):
     stream_end_timeout_s: float = Field(
         default=15.0, gt=0, validation_alias=_env("PRESSLOOP_STREAM_END_TIMEOUT")
     )
+    # With stream processes, how much the serving processes (the turns) lower their own priority
+    # (their nice value, `process_priority.py`), so that a stream process woken by a token gets a
+    # core at once on a machine whose cores the turns keep busy. 0: the same priority.
+    turn_nice: int = Field(default=10, ge=0, le=19, validation_alias=_env("PRESSLOOP_TURN_NICE"))
     # Set by the first serving process for the others: the stream process's unix socket for
     # streams handed over, and the base URL (with its secret) for relayed model calls.
     streamer_control: str = Field(default="", validation_alias=_env("PRESSLOOP_STREAMER_CONTROL"))
@@ -134,6 +142,12 @@ class ServingTuning(BaseSettings):
     db_busy_timeout_s: float = Field(
         default=30.0, gt=0, validation_alias=_env("PRESSLOOP_DB_BUSY_TIMEOUT")
     )
+
+    def starts_stream_processes(self) -> bool:
+        """Whether `pressloop serve` starts stream processes (for a provider they can read)."""
+        if self.stream_process is None:
+            return self.serve_processes > 1
+        return self.stream_process
 
     def resolved_db_pool_size(self, cpus: int | None = None) -> int:
         """The pool of each process: the setting, else twice the CPUs (this machine's unless

@@ -67,3 +67,16 @@ def test_a_stream_process_that_does_not_stop_is_killed_at_the_stop_timeout(
     process.stop()
     assert process.process.returncode == -signal.SIGKILL
     assert time.monotonic() - started < 5.0  # PRESSLOOP_STOP_TIMEOUT, not the default 20 s
+
+
+@pytest.mark.parametrize(
+    ("processes", "asked", "started"),
+    [(2, None, True), (1, None, False), (2, False, False), (1, True, True)],
+)
+def test_several_serving_processes_start_stream_processes_unless_told_otherwise(
+    processes: int, asked: bool | None, started: bool
+) -> None:
+    # PRESSLOOP_STREAM_PROCESS unset: several serving processes are a deployment sized for many
+    # streams at once, where a token's wait for a busy process is the first frame's tail.
+    settings = Settings(serve_processes=processes, stream_process=asked)
+    assert settings.starts_stream_processes() is started

@@ -21,6 +21,7 @@ import subprocess
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.api.conftest import (
     Frame,
@@ -233,3 +234,57 @@ async def test_a_stream_process_that_does_not_answer_leaves_the_stream_here_at_i
         assert text_of(frames) == ANSWER
         assert frames[-1].data["data"]["status"] == "succeeded"
         assert "a stream stays in this process" in a.output()
+
+
+def thread_nice_values(pid: int) -> set[int]:
+    """The nice values of process `pid`'s threads (Linux keeps one a thread; /proc/PID/task)."""
+    values = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        stat = (task / "stat").read_text()
+        # The fields after the command's closing parenthesis start at the 3rd; nice is the 19th.
+        values.add(int(stat.rsplit(")", 1)[1].split()[16]))
+    return values
+
+
+def serving_processes(serve: Serve) -> list[int]:
+    """The pids of `serve`'s serving processes: the first, and those it started (`--fd`)."""
+    assert serve.process is not None
+    found = subprocess.run(
+        ["pgrep", "-P", str(serve.process.pid), "-f", "serve --fd"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return [serve.process.pid, *(int(pid) for pid in found.stdout.split())]
+
+
+@pytest.mark.parametrize("turn_nice", [7, 0])
+async def test_the_serving_processes_run_turns_below_their_stream_processes(
+    database_url: str,
+    database: object,
+    tmp_path: Path,
+    openai_server: FakeOpenAIServer,  # noqa: F811
+    turn_nice: int,
+) -> None:
+    """Two serving processes start their stream processes (PRESSLOOP_STREAM_PROCESS unset), and
+    lower their own priority by PRESSLOOP_TURN_NICE (here 7, not the default 10; 0: unchanged):
+    every thread of each, while the stream processes keep the priority `pressloop serve` was
+    started with, so a token's wakeup gets a core first."""
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    settings = {
+        "PRESSLOOP_SERVE_PROCESSES": "2",
+        "PRESSLOOP_TURN_NICE": str(turn_nice),
+    }
+    with _serve(tmp_path, "a", database_url, openai_server, **settings) as a:
+        streamers = stream_processes(a)
+        assert len(streamers) == 2
+        lowered = {min(19, base + turn_nice)}
+        # The second serving process lowers its priority as it starts serving: up to 30 s.
+        for _ in range(300):
+            serving = serving_processes(a)
+            if len(serving) == 2 and all(thread_nice_values(p) == lowered for p in serving):
+                break
+            await asyncio.sleep(0.1)
+        assert len(serving) == 2
+        assert [thread_nice_values(p) for p in serving] == [lowered, lowered]
+        assert [thread_nice_values(p) for p in streamers] == [{base}, {base}]
