@@ -42,16 +42,26 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def served_processes(pid: int) -> list[int]:
+    """The server and every process under it: its other serving processes
+    (PRESSLOOP_SERVE_PROCESSES), its stream processes. A process's children are listed by the
+    thread that started each (`pressloop serve` starts its stream processes from a thread)."""
+    found = [pid]
+    for parent in found:  # grows as it goes: children's children too
+        for task in Path(f"/proc/{parent}/task").iterdir():
+            with contextlib.suppress(OSError):
+                found.extend(int(child) for child in (task / "children").read_text().split())
+    return found
+
+
 def served_rss_mb(pid: int) -> float:
-    """The server's peak RSS, with its serving processes' (PRESSLOOP_SERVE_PROCESSES)."""
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return sum(peak_rss_mb(p) for p in [pid, *map(int, children)])
+    """The server's peak RSS: the sum of its processes' (`served_processes`)."""
+    return sum(peak_rss_mb(p) for p in served_processes(pid))
 
 
 def served_cpu_s(pid: int) -> float:
-    """The CPU (user + system, seconds) the server and its serving processes have used so far."""
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return sum(cpu_s(p) for p in [pid, *map(int, children)])
+    """The CPU (user + system, seconds) the server's processes have used so far."""
+    return sum(cpu_s(p) for p in served_processes(pid))
 
 
 def cpu_s(pid: int) -> float:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -96,6 +98,45 @@ def test_the_server_cpu_counts_its_serving_processes() -> None:
             assert child.stdout is not None and child.stdout.readline().strip() == "burnt"
             assert streaming.served_cpu_s(os.getpid()) - before >= 0.35
         finally:
+            child.kill()
+
+
+def test_the_server_cpu_counts_processes_started_from_a_thread_and_their_children() -> None:
+    """`pressloop serve` starts its stream processes from a thread: Linux lists a child under
+    the thread that started it, so the main thread's list alone missed them (and their CPU)."""
+    burn = "import time\nend = time.process_time() + 0.4\nwhile time.process_time() < end: pass\n"
+    # A child that starts a grandchild which burns, both kept until killed.
+    burner = burn + "import time; time.sleep(30)"
+    parent = (
+        "import subprocess, sys\n"
+        f"child = subprocess.Popen([sys.executable, '-c', {burner!r}])\n"
+        "print(child.pid, flush=True)\nchild.wait()\n"
+    )
+    started: list[subprocess.Popen[str]] = []
+
+    def start() -> None:
+        started.append(
+            subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True)
+        )
+
+    before = streaming.served_cpu_s(os.getpid())
+    thread = threading.Thread(target=start)
+    thread.start()
+    thread.join()
+    [child] = started
+    grandchild = None
+    try:
+        assert child.stdout is not None
+        grandchild = int(child.stdout.readline())
+        assert {child.pid, grandchild} <= set(streaming.served_processes(os.getpid()))
+        deadline = time.monotonic() + 10
+        while streaming.served_cpu_s(os.getpid()) - before < 0.35:
+            assert time.monotonic() < deadline, "the grandchild's CPU was not counted"
+            time.sleep(0.05)
+    finally:
+        if grandchild is not None:
+            os.kill(grandchild, 9)
+        with child:  # closes its pipe
             child.kill()
 
 
