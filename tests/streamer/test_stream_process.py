@@ -61,16 +61,21 @@ def _serve(
     return Serve(home, env, "--no-local-wordpress")
 
 
-def stream_processes(serve: Serve) -> list[int]:
-    """The pids of `serve`'s stream processes (its children running `pressloop.streamer`)."""
+def children(serve: Serve, command: str) -> list[int]:
+    """The pids of `serve`'s children whose command line holds `command`."""
     assert serve.process is not None
     found = subprocess.run(
-        ["pgrep", "-P", str(serve.process.pid), "-f", "pressloop.streamer"],
+        ["pgrep", "-P", str(serve.process.pid), "-f", command],
         capture_output=True,
         text=True,
         check=False,
     )
     return [int(pid) for pid in found.stdout.split()]
+
+
+def stream_processes(serve: Serve) -> list[int]:
+    """The pids of `serve`'s stream processes (its children running `pressloop.streamer`)."""
+    return children(serve, "pressloop.streamer")
 
 
 async def _submit_streamed(
@@ -249,13 +254,7 @@ def thread_nice_values(pid: int) -> set[int]:
 def serving_processes(serve: Serve) -> list[int]:
     """The pids of `serve`'s serving processes: the first, and those it started (`--fd`)."""
     assert serve.process is not None
-    found = subprocess.run(
-        ["pgrep", "-P", str(serve.process.pid), "-f", "serve --fd"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return [serve.process.pid, *(int(pid) for pid in found.stdout.split())]
+    return [serve.process.pid, *children(serve, "serve --fd")]
 
 
 @pytest.mark.parametrize("turn_nice", [7, 0])
