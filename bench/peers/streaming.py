@@ -29,6 +29,7 @@ from bench.peers import profiling
 from bench.peers.model_server import STAMP, base_url
 from bench.peers.procs import Process, fresh_target
 from bench.peers.sequential import Context
+from bench.peers.server_usage import served_cpu_s, served_rss_mb
 from bench.peers.system import MESSAGE, ROUNDS, Target
 
 LATENCY_MS = 1000
@@ -40,41 +41,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def served_processes(pid: int) -> list[int]:
-    """The server and every process under it: its other serving processes
-    (PRESSLOOP_SERVE_PROCESSES), its stream processes. A process's children are listed by the
-    thread that started each (`pressloop serve` starts its stream processes from a thread)."""
-    found = [pid]
-    for parent in found:  # grows as it goes: children's children too
-        for task in Path(f"/proc/{parent}/task").iterdir():
-            with contextlib.suppress(OSError):
-                found.extend(int(child) for child in (task / "children").read_text().split())
-    return found
-
-
-def served_rss_mb(pid: int) -> float:
-    """The server's peak RSS: the sum of its processes' (`served_processes`)."""
-    return sum(peak_rss_mb(p) for p in served_processes(pid))
-
-
-def served_cpu_s(pid: int) -> float:
-    """The CPU (user + system, seconds) the server's processes have used so far."""
-    return sum(cpu_s(p) for p in served_processes(pid))
-
-
-def cpu_s(pid: int) -> float:
-    # After the command's closing parenthesis, utime and stime are the 12th and 13th fields.
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 async def _pressloop_server(

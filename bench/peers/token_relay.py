@@ -30,7 +30,7 @@ from typing import cast
 import uvloop
 
 from bench.peers.model_server import STAMP
-from bench.peers.streaming import cpu_s
+from bench.peers.server_usage import cpu_s
 
 
 class _Upstream(asyncio.Protocol):

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bench.peers import report, report_streaming, streaming
+from bench.peers import report, report_streaming, server_usage, streaming
 from bench.peers.model_server import STAMP, ModelServer, base_url
 from bench.peers.sys_relay import RelaySystem
 from bench.peers.system import MESSAGE, Target
@@ -88,7 +88,7 @@ def test_the_server_cpu_a_turn_is_reported_beside_the_first_frames() -> None:
 def test_the_server_cpu_counts_its_serving_processes() -> None:
     """A server's CPU is its own and its children's (`pressloop serve` with more processes)."""
     burn = "import time\nend = time.process_time() + 0.4\nwhile time.process_time() < end: pass\n"
-    before = streaming.served_cpu_s(os.getpid())
+    before = server_usage.served_cpu_s(os.getpid())
     with subprocess.Popen(
         [sys.executable, "-c", burn + "print('burnt', flush=True)\ntime.sleep(30)"],
         stdout=subprocess.PIPE,
@@ -96,7 +96,7 @@ def test_the_server_cpu_counts_its_serving_processes() -> None:
     ) as child:
         try:
             assert child.stdout is not None and child.stdout.readline().strip() == "burnt"
-            assert streaming.served_cpu_s(os.getpid()) - before >= 0.35
+            assert server_usage.served_cpu_s(os.getpid()) - before >= 0.35
         finally:
             child.kill()
 
@@ -119,7 +119,7 @@ def test_the_server_cpu_counts_processes_started_from_a_thread_and_their_childre
             subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True)
         )
 
-    before = streaming.served_cpu_s(os.getpid())
+    before = server_usage.served_cpu_s(os.getpid())
     thread = threading.Thread(target=start)
     thread.start()
     thread.join()
@@ -128,9 +128,9 @@ def test_the_server_cpu_counts_processes_started_from_a_thread_and_their_childre
     try:
         assert child.stdout is not None
         grandchild = int(child.stdout.readline())
-        assert {child.pid, grandchild} <= set(streaming.served_processes(os.getpid()))
+        assert {child.pid, grandchild} <= set(server_usage.served_processes(os.getpid()))
         deadline = time.monotonic() + 10
-        while streaming.served_cpu_s(os.getpid()) - before < 0.35:
+        while server_usage.served_cpu_s(os.getpid()) - before < 0.35:
             assert time.monotonic() < deadline, "the grandchild's CPU was not counted"
             time.sleep(0.05)
     finally:
