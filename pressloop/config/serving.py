@@ -84,10 +84,10 @@ class ServingTuning(BaseSettings):
         default=0.001, gt=0, le=1, validation_alias=_env("PRESSLOOP_LOOP_POLL_EVERY")
     )
 
-    # The most database connections a process opens (PostgreSQL, opened lazily), the group
-    # commit's included (with `commit_thread` the committer opens one more of its own): a worker
-    # uses 2-3 whatever its concurrency (one group committer writes for all its runs); all
-    # processes together must stay under the server's max_connections (docs/operations.md).
+    # The most database connections a process opens from its pool (PostgreSQL, opened lazily):
+    # a worker uses 1-2 whatever its concurrency (one group committer writes for all its runs,
+    # on a connection of its own besides, `runtime/commits.py`); all processes together must
+    # stay under the server's max_connections (docs/operations.md).
     # Unset: twice this machine's CPUs, at least 4 (`resolved_db_pool_size`). More connections
     # than the cores can serve only make transactions wait for each other's server processes:
     # under 200 streamed turns on 2 cores (2 serving processes, medians of 3 repeats), 20 + 10
@@ -104,14 +104,12 @@ class ServingTuning(BaseSettings):
         default=30.0, gt=0, validation_alias=_env("PRESSLOOP_DB_POOL_TIMEOUT")
     )
     # PostgreSQL: the group commit on an event loop of its own, on a thread (commit_loop.py).
-    # Unset: only in a serving process whose streams a stream process writes. Otherwise the two
-    # threads' handovers of the GIL and of each batch cost more CPU than the main loop's wait
-    # they save, now that the loop is rarely that late (benchmarks.md, 3d); with a stream
-    # process, what a person waits for is the commit of the events before a call, and on a
-    # saturated machine the main loop's turns held it up to seconds (benchmarks.md, 3aa).
-    commit_thread: bool | None = Field(
-        default=None, validation_alias=_env("PRESSLOOP_COMMIT_THREAD")
-    )
+    # Off by default: the two threads' handovers of the GIL and of each batch cost more CPU
+    # than the main loop's wait they save (benchmarks.md, 3d). Beside a stream process it was
+    # on for a while (the main loop's turns held the commits before a call, 3aa), until the
+    # serving processes ran their turns below the stream processes: then without it the first
+    # token's tail was lower at the slowest CPU's speed and the turns shorter (3ae).
+    commit_thread: bool = Field(default=False, validation_alias=_env("PRESSLOOP_COMMIT_THREAD"))
     # The most runs one group commit writes. Its statements are built in one go on the main
     # loop, which reads no socket meanwhile: 100 runs' events held a stream's first token up to
     # 20 ms on a loaded 2-core machine, 25 at most a few (benchmarks.md, section 3g).

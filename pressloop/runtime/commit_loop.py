@@ -36,7 +36,7 @@ from pressloop.store.db import Database
 T = TypeVar("T")
 
 # The committer has one batch in flight at a time: one connection is all it uses.
-COMMIT_POOL_SIZE = 1
+ONE_BATCH_AT_A_TIME = 1
 
 
 class CommitLoop:
@@ -44,7 +44,7 @@ class CommitLoop:
     (`self.database`); the thread starts on the first `run` and stops on `close`."""
 
     def __init__(self, database: Database) -> None:
-        self.database = database.open_another(pool_size=COMMIT_POOL_SIZE)
+        self.database = database.open_another(pool_size=ONE_BATCH_AT_A_TIME)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 

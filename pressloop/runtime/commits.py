@@ -27,7 +27,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from pressloop.clock import Now
 from pressloop.errors import LeaseLost
 from pressloop.runtime.bus import EventBus
-from pressloop.runtime.commit_loop import CommitLoop
+from pressloop.runtime.commit_loop import ONE_BATCH_AT_A_TIME, CommitLoop
 from pressloop.runtime.outbox import Committed, Outbox, Pending
 from pressloop.runtime.pacing import Pacer
 from pressloop.store import batch_writes, run_writes
@@ -58,6 +58,19 @@ class Committer:
         self.database = database
         # Where the transactions run (PostgreSQL: a loop of their own, `commit_loop.py`).
         self.commit_loop = commit_loop
+        # PostgreSQL: the batches' own connection, outside the pool. In a burst (200 streams
+        # starting) every request and claim of the process queues for the pool's few
+        # connections, and a batch that waited its turn among them held the first tokens of
+        # the runs whose events it carried up to a second (benchmarks.md, section 3ae); SQLite's
+        # group commit goes first among the writers already (`store/db.py`). One batch is in
+        # flight at a time: one connection is all it uses. A commit loop has its own already.
+        self.batch_database = (
+            commit_loop.database
+            if commit_loop is not None
+            else database
+            if database.is_sqlite
+            else database.open_another(pool_size=ONE_BATCH_AT_A_TIME)
+        )
         self.bus = bus
         self.now = now
         self.lease_ttl_s = lease_ttl_s
@@ -152,6 +165,8 @@ class Committer:
             await asyncio.shield(self._task)
         if self.commit_loop is not None:
             await self.commit_loop.close()
+        elif self.batch_database is not self.database:
+            await self.batch_database.close()
 
     async def _drain(self) -> None:
         try:
@@ -223,7 +238,7 @@ class Committer:
         """The batch's transaction: here, or on the commit loop (PostgreSQL)."""
         now = self.now()
         if self.commit_loop is None:
-            return await self._write(self.database, batch, now)
+            return await self._write(self.batch_database, batch, now)
         return await self.commit_loop.run(lambda database: self._write(database, batch, now))
 
     async def _write(

@@ -135,13 +135,9 @@ class Runner:
         )
 
     def _commits_on_own_loop(self) -> bool:
-        """PostgreSQL's group commit on a loop of its own (`commit_loop.py`): as set, else when a
-        stream process writes this process's streams (`PRESSLOOP_COMMIT_THREAD`)."""
-        if self.database.is_sqlite:
-            return False
-        if self.settings.commit_thread is not None:
-            return self.settings.commit_thread
-        return self.relays.enabled
+        """PostgreSQL's group commit on a loop of its own (`commit_loop.py`), when asked
+        (`PRESSLOOP_COMMIT_THREAD`); SQLite's writers take turns on the main loop."""
+        return self.settings.commit_thread and not self.database.is_sqlite
 
     async def close(self) -> None:
         """Wait for the last writes and write the usage counters (the service is closing)."""

@@ -44,9 +44,9 @@ class EngineEvents:
     ) -> None:
         # The service's engine, and the group commit's when it has one (PostgreSQL).
         self.engines = [service.database.engine.sync_engine]
-        commit_loop = service.runner.committer.commit_loop
-        if commit_loop is not None:
-            self.engines.append(commit_loop.database.engine.sync_engine)
+        batch_database = service.runner.committer.batch_database
+        if batch_database is not service.database:
+            self.engines.append(batch_database.engine.sync_engine)
         self.name = name
         self.accept = accept
         self.count = 0

@@ -1,6 +1,6 @@
-"""The group commit on a loop of its own (PostgreSQL, `PRESSLOOP_COMMIT_THREAD=true`; by default
-only beside a stream process): its transactions go on while the main loop is busy, their values
-and errors come back, and closing the service stops the thread."""
+"""The group commit on a loop of its own (PostgreSQL, `PRESSLOOP_COMMIT_THREAD=true`; off by
+default, beside a stream process too): its transactions go on while the main loop is busy, their
+values and errors come back, and closing the service stops the thread."""
 
 from __future__ import annotations
 
@@ -47,17 +47,38 @@ async def test_only_postgresql_commits_on_a_loop_of_its_own_and_only_when_asked(
         assert isinstance(commit_loop, CommitLoop)
 
 
-@pytest.mark.parametrize(("setting", "own_loop"), [(None, True), (False, False)])
-async def test_with_a_stream_process_postgresql_commits_on_a_loop_of_its_own_unless_told(
-    make_service: ServiceFactory, database_url: str, setting: bool | None, own_loop: bool
+@pytest.mark.parametrize(("setting", "own_loop"), [({}, False), ({"commit_thread": True}, True)])
+async def test_beside_a_stream_process_the_group_commit_stays_on_the_main_loop_unless_asked(
+    make_service: ServiceFactory, database_url: str, setting: dict[str, bool], own_loop: bool
 ) -> None:
-    """A serving process whose streams a stream process writes (its relay's URL set)."""
-    relayed = {"streamer_relay": "http://127.0.0.1:9/secret", "commit_thread": setting}
+    """A serving process whose streams a stream process writes (its relay's URL set): its turns
+    run below the stream process, and the thread's handovers cost more than the main loop's
+    wait (benchmarks.md, section 3ae)."""
+    relayed = {"streamer_relay": "http://127.0.0.1:9/secret", **setting}
     service = await make_service([], **relayed)
     assert service.runner.relays.enabled
     commit_loop = service.runner.committer.commit_loop
     expected = own_loop and not database_url.startswith("sqlite")
     assert isinstance(commit_loop, CommitLoop) is expected
+
+
+async def test_a_group_commit_does_not_queue_for_the_pool(make_service: ServiceFactory) -> None:
+    """Every connection of the pool busy (a burst of requests and claims): the batch that a
+    person's stream waits for still goes, on the group commit's own connection (PostgreSQL;
+    SQLite's group commit goes first among its writers)."""
+    service = await make_service([], db_pool_size=1, db_pool_timeout_s=3)
+    (claim,) = await claimed(service, 1)
+    session = session_of(service, claim)
+
+    async def count_runs(conn: AsyncConnection) -> int:
+        return int((await conn.execute(sa.select(sa.func.count()).select_from(runs))).scalar_one())
+
+    async with service.database.read() as held:  # the pool's one connection, held
+        await held.execute(sa.select(1))
+        started = time.monotonic()
+        assert await session.write(count_runs) == 1
+        waited = time.monotonic() - started
+    assert waited < 3, f"the batch waited {waited:.1f} s for the pool"
 
 
 @pytest.fixture
