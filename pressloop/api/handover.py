@@ -26,7 +26,8 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from pressloop.api.sse import ResumePoint, event_stream, frame
+from pressloop.api.frames import frame
+from pressloop.api.sse import ResumePoint, event_stream
 from pressloop.api.stream_channel import (
     END,
     event_message,

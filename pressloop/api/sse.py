@@ -32,9 +32,10 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 
 from pressloop.api.bounds import EVENT_ID_PATTERN
+from pressloop.api.frames import frame
 from pressloop.api.sse_now import FrameWriter, WritingEventSourceResponse
-from pressloop.contracts import Event, EventType, RunStatus
-from pressloop.runtime.bus import DELTA_TYPES, Subscription
+from pressloop.contracts import EventType
+from pressloop.runtime.bus import Subscription
 from pressloop.runtime.service import Service
 
 SSE_MEDIA_TYPE = "text/event-stream"
@@ -121,35 +122,6 @@ def resume_point(last_event_id: str | None, after: int) -> ResumePoint:
         return ResumePoint(after)
     seq, _, parts = last_event_id.partition(".")
     return ResumePoint(int(seq), int(parts or 0))
-
-
-def frame_id(event: Event) -> str:
-    """The frame's id: the seq `N` of an event (or of the rest of one), `N.k` for a text delta
-    sent before its commit (`data.after` = N, `data.part` = k: it may never be committed, so
-    its position counts from the last event sent whole)."""
-    data = event.data
-    if event.type in DELTA_TYPES and data.keys() == {"delta", "after", "part"}:
-        return f"{data['after']}.{data['part']}"
-    return str(event.seq)
-
-
-# A stream that ends on a run parked for an approval asks the client (a browser's EventSource
-# reconnects on its own, every 3 s by default) to come back this much later instead: nothing
-# happens before a person decides, and the decision's events are all there when it returns.
-PARKED_RETRY_MS = 15_000
-
-
-def frame(event: Event) -> ServerSentEvent:
-    parked = (
-        event.type is EventType.RUN_FINISHED
-        and event.data.get("status") == RunStatus.WAITING_APPROVAL.value
-    )
-    return ServerSentEvent(
-        data=event.model_dump_json(),
-        event=event.type.value,
-        id=frame_id(event),
-        retry=PARKED_RETRY_MS if parked else None,
-    )
 
 
 async def _frames(

@@ -39,7 +39,7 @@ class ServingTuning(BaseSettings):
         default=None, validation_alias=_env("PRESSLOOP_STREAM_PROCESS")
     )
     # The stream processes: how long `pressloop serve` waits for them to serve before it serves
-    # itself (their imports take 1-3 s; past this, a warning, and each early stream stays in its
+    # itself (their imports take about 1 s; past this, a warning, and each early stream stays in its
     # serving process); how long a serving process waits for one to take a stream (it stays in
     # the serving process past it) and, once the run has ended, to write its last frames.
     stream_ready_timeout_s: float = Field(

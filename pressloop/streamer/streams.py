@@ -8,7 +8,7 @@ import asyncio
 import logging
 import socket
 
-from pressloop.api.sse import frame
+from pressloop.api.frames import frame
 from pressloop.api.stream_channel import (
     DONE,
     OK,

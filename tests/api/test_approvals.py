@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pressloop.api.sse import PARKED_RETRY_MS
+from pressloop.api.frames import PARKED_RETRY_MS
 from tests.api.conftest import ApiFactory, events_only, read_frames
 from tests.support.actions import Users, delete
 
