@@ -64,13 +64,12 @@ class Committer:
         # the runs whose events it carried up to a second (benchmarks.md, section 3ae); SQLite's
         # group commit goes first among the writers already (`store/db.py`). One batch is in
         # flight at a time: one connection is all it uses. A commit loop has its own already.
-        self.batch_database = (
-            commit_loop.database
-            if commit_loop is not None
-            else database
-            if database.is_sqlite
-            else database.open_another(pool_size=ONE_BATCH_AT_A_TIME)
-        )
+        if commit_loop is not None:
+            self.batch_database = commit_loop.database
+        elif database.is_sqlite:
+            self.batch_database = database
+        else:
+            self.batch_database = database.open_another(pool_size=ONE_BATCH_AT_A_TIME)
         self.bus = bus
         self.now = now
         self.lease_ttl_s = lease_ttl_s

@@ -75,10 +75,8 @@ async def test_a_group_commit_does_not_queue_for_the_pool(make_service: ServiceF
 
     async with service.database.read() as held:  # the pool's one connection, held
         await held.execute(sa.select(1))
-        started = time.monotonic()
+        # From the pool, the batch would wait for it and fail after the pool's timeout.
         assert await session.write(count_runs) == 1
-        waited = time.monotonic() - started
-    assert waited < 3, f"the batch waited {waited:.1f} s for the pool"
 
 
 @pytest.fixture
