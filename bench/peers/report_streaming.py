@@ -131,6 +131,7 @@ def streaming_section(results: dict[str, Any], verdicts: list[Verdict]) -> list[
                     run.get("load", "-"),
                     f"{run['busy_loop_ms']:.0f}" if "busy_loop_ms" in run else "-",
                     f"{rd.median['pressloop']:.1f} / {rd.p99['pressloop']:.1f}",
+                    _cpu_split(run),
                     f"{_name(rd.best_key)} {rd.best_p99:.1f}" if rd.best_key else "-",
                     f"{_div(rd.p99['pressloop'], rd.best_p99):.2f}x" if rd.best_key else "-",
                     f"{_name(rd.best_median_key)} {rd.best_median:.1f}"
@@ -155,6 +156,7 @@ def streaming_section(results: dict[str, Any], verdicts: list[Verdict]) -> list[
     if repeats > 1 and by_round:
         round_head = ["round", "database", "load average at its start"]
         round_head += ["busy loop at its start (ms)", "Pressloop median / p99"]
+        round_head += ["Pressloop CPU a turn (ms): all / its stream processes"]
         round_head += ["best peer p99", "Pressloop p99 / best peer p99", "best peer median"]
         round_head += ["Pressloop median / best peer median"]
         round_head += [f"{name} median / p99" for name in FLOORS.values()]
@@ -167,6 +169,13 @@ def streaming_section(results: dict[str, Any], verdicts: list[Verdict]) -> list[
             table(round_head, by_round),
         ]
     return out + relay_section(results)
+
+
+def _cpu_split(run: dict[str, Any]) -> str:
+    if run.get("server_cpu_ms") is None:
+        return "-"
+    stream = run.get("stream_cpu_ms")  # not in runs saved before it was measured
+    return f"{run['server_cpu_ms']:.1f} / " + ("-" if stream is None else f"{stream:.1f}")
 
 
 def relay_section(results: dict[str, Any]) -> list[str]:

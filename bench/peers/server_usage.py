@@ -25,9 +25,20 @@ def served_rss_mb(pid: int) -> float:
     return sum(peak_rss_mb(p) for p in served_processes(pid))
 
 
-def served_cpu_s(pid: int) -> float:
-    """The CPU (user + system, seconds) the server's processes have used so far."""
-    return sum(cpu_s(p) for p in served_processes(pid))
+def served_cpu_s(pid: int) -> dict[str, float]:
+    """The CPU (user + system, seconds) the server's processes have used so far, by role:
+    `stream` for Pressloop's stream processes (`python -m pressloop.streamer`), `serving` for
+    the rest (what a change to either saves shows where it was saved)."""
+    used = {"serving": 0.0, "stream": 0.0}
+    for process in served_processes(pid):
+        with contextlib.suppress(OSError):  # a process that ended in between used nothing more
+            used[role(process)] += cpu_s(process)
+    return used
+
+
+def role(pid: int) -> str:
+    arguments = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    return "stream" if b"pressloop.streamer" in arguments else "serving"
 
 
 def cpu_s(pid: int) -> float:

@@ -142,8 +142,8 @@ async def _streams(
     body: dict[str, Any],
     headers: dict[str, str],
     streams: int,
-    server_cpu: Callable[[], float] | None = None,
-) -> tuple[list[Any], float, float | None]:
+    server_cpu: Callable[[], dict[str, float]] | None = None,
+) -> tuple[list[Any], float, dict[str, float] | None]:
     """The measured streams, all at once, after WARMUP unmeasured ones (a first turn loads what
     a server loads lazily: Pressloop, the model SDK); with `server_cpu`, the server's CPU
     seconds over the measured streams too (its start and the warm-up left out)."""
@@ -157,8 +157,10 @@ async def _streams(
             return_exceptions=True,
         )
         wall = time.perf_counter() - started
-        cpu = server_cpu() - cpu_before if server_cpu and cpu_before is not None else None
-        return outcomes, wall, cpu
+        if server_cpu is None or cpu_before is None:
+            return outcomes, wall, None
+        cpu_after = server_cpu()
+        return outcomes, wall, {role: cpu_after[role] - cpu_before[role] for role in cpu_after}
 
 
 def cpu() -> dict[str, Any]:
@@ -353,7 +355,7 @@ def _outcome(
     wall: float,
     peak: float | None,
     kind: str,
-    cpu_s: float | None = None,
+    cpu_s: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     done = [o for o in outcomes if isinstance(o, dict)]
     errors = [repr(o)[:200] for o in outcomes if isinstance(o, BaseException)]
@@ -370,6 +372,8 @@ def _outcome(
         "peak_rss_mb": peak,
         # The server's CPU over the measured streams, per stream (a turn): what each system
         # spends on the same work, and what a change to Pressloop saves, on any CPU.
-        "server_cpu_ms": None if cpu_s is None else 1000 * cpu_s / streams,
+        "server_cpu_ms": None if cpu_s is None else 1000 * sum(cpu_s.values()) / streams,
+        # Of it, Pressloop's stream processes' (0 for a server without any).
+        "stream_cpu_ms": None if cpu_s is None else 1000 * cpu_s["stream"] / streams,
         "serving": kind,
     }

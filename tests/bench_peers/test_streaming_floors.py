@@ -96,7 +96,28 @@ def test_the_server_cpu_counts_its_serving_processes() -> None:
     ) as child:
         try:
             assert child.stdout is not None and child.stdout.readline().strip() == "burnt"
-            assert server_usage.served_cpu_s(os.getpid()) - before >= 0.35
+            after = server_usage.served_cpu_s(os.getpid())
+            assert after["serving"] - before["serving"] >= 0.35
+            assert after["stream"] == before["stream"] == 0.0
+        finally:
+            child.kill()
+
+
+def test_the_server_cpu_of_its_stream_processes_is_told_apart() -> None:
+    """A process started as `python -m pressloop.streamer` is a stream process: its CPU is shown
+    on its own, beside the whole server's."""
+    burn = "import time\nend = time.process_time() + 0.4\nwhile time.process_time() < end: pass\n"
+    before = server_usage.served_cpu_s(os.getpid())
+    code = burn + "print('burnt', flush=True)\ntime.sleep(30)"
+    # The module's name as an argument, as `-m pressloop.streamer` leaves it in the command line.
+    with subprocess.Popen(
+        [sys.executable, "-c", code, "pressloop.streamer"], stdout=subprocess.PIPE, text=True
+    ) as child:
+        try:
+            assert child.stdout is not None and child.stdout.readline().strip() == "burnt"
+            after = server_usage.served_cpu_s(os.getpid())
+            assert after["stream"] - before["stream"] >= 0.35
+            assert after["serving"] - before["serving"] < 0.35
         finally:
             child.kill()
 
@@ -130,7 +151,7 @@ def test_the_server_cpu_counts_processes_started_from_a_thread_and_their_childre
         grandchild = int(child.stdout.readline())
         assert {child.pid, grandchild} <= set(server_usage.served_processes(os.getpid()))
         deadline = time.monotonic() + 10
-        while server_usage.served_cpu_s(os.getpid()) - before < 0.35:
+        while sum(server_usage.served_cpu_s(os.getpid()).values()) - sum(before.values()) < 0.35:
             assert time.monotonic() < deadline, "the grandchild's CPU was not counted"
             time.sleep(0.05)
     finally:
@@ -154,6 +175,22 @@ def test_each_round_shows_how_fast_the_machine_was_before_it() -> None:
     assert "busy loop at its start (ms)" in text
     rows = [line for line in text.splitlines() if line.startswith(("| 1 |", "| 2 |"))]
     assert len(rows) == 2 and "| 64 |" in rows[0] and "| 127 |" in rows[1]
+
+
+def test_each_round_shows_what_pressloops_stream_processes_spent_of_its_cpu() -> None:
+    runs = [
+        {**_run([1.0, 2.0, 3.0]), "serving": "pressloop", "round": n, **cpu}
+        for n, cpu in (
+            (1, {"server_cpu_ms": 53.7, "stream_cpu_ms": 8.1}),
+            (2, {"server_cpu_ms": 49.0}),  # saved before the split was measured
+        )
+    ]
+    peer = [{**_run([5.0, 6.0, 7.0]), "round": n} for n in (1, 2)]
+    text = "\n".join(
+        report_streaming.streaming_section({"sqlite": {"pressloop": runs, "pydantic-ai": peer}}, [])
+    )
+    rows = [line for line in text.splitlines() if line.startswith(("| 1 |", "| 2 |"))]
+    assert "| 53.7 / 8.1 |" in rows[0] and "| 49.0 / - |" in rows[1]
 
 
 def test_the_machine_speed_is_a_busy_loop_in_milliseconds() -> None:
