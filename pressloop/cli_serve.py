@@ -19,7 +19,7 @@ from pressloop.api import create_app
 from pressloop.api.handover import HandingOverProtocol
 from pressloop.cli_checks import site_credentials
 from pressloop.config import Settings
-from pressloop.errors import PressloopError
+from pressloop.errors import ConfigurationError, PressloopError
 from pressloop.mcp_server.http import mount_mcp
 from pressloop.observability.exposition import check_open_metrics_address
 from pressloop.observability.logs import configure_logging
@@ -139,6 +139,41 @@ async def serve_api(
     serving processes (`serve_processes.py`), which has prepared everything else."""
     host = host or settings.host
     port = settings.port if port is None else port
+    if fd is not None:
+        return await _serve(console, settings, host, [], wordpress=False, fd=fd)
+    # First: a port in use fails here, before a local WordPress or a stream process starts.
+    sockets = listening_sockets(host, port, settings.serve_processes)
+    try:
+        return await _serve(console, settings, host, sockets, wordpress=wordpress, fd=None)
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def listening_sockets(host: str, port: int, count: int) -> list[socket.socket]:
+    """The serving processes' sockets (`serve_processes.reuse_port_sockets`); an address that
+    cannot be listened on is the person's to change, said as such (not as a database
+    problem, which any other OSError at the start is taken for)."""
+    try:
+        return reuse_port_sockets(host, port, count)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ConfigurationError(
+            f"cannot listen on {host}:{port}: {reason} (another server on it? choose the "
+            "address with --host/--port, PRESSLOOP_HOST/PRESSLOOP_PORT)"
+        ) from exc
+
+
+async def _serve(
+    console: Console,
+    settings: Settings,
+    host: str,
+    sockets: list[socket.socket],
+    *,
+    wordpress: bool,
+    fd: int | None,
+) -> int:
+    """`sockets`: the first process's, bound; `fd`: a later process's one socket."""
     if settings.metrics_public:  # /metrics without a token: a loopback or private address only
         check_open_metrics_address(host, "PRESSLOOP_METRICS_PUBLIC")
     configure_logging(settings)  # PRESSLOOP_LOG_FORMAT: uvicorn's lines go the same way
@@ -190,7 +225,6 @@ async def serve_api(
             step_aside_for_stream_processes(settings)
             await server.serve(sockets=[socket.socket(fileno=fd)])
             return 0
-        sockets = reuse_port_sockets(host, port, settings.serve_processes)
         port = sockets[0].getsockname()[1]
         address = f"http://{host}:{port}"
         console.print(f"Pressloop API on [bold]{address}[/] (docs at /docs)")

@@ -85,6 +85,25 @@ def test_a_port_in_use_is_refused_to_a_second_server() -> None:
             sock.close()
 
 
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_a_server_started_on_a_port_in_use_says_so_before_it_starts_anything(
+    tmp_path: Path, processes: str
+) -> None:
+    """Said as the address's problem, not as the database's (any other OSError at the start is
+    taken for one), and before a local WordPress or a stream process is started for nothing."""
+    [taken] = reuse_port_sockets("127.0.0.1", 0, 1)
+    try:
+        env = serve_env(tmp_path / "data", PRESSLOOP_SERVE_PROCESSES=processes)
+        server = Serve(tmp_path, env, port=taken.getsockname()[1])  # the local WordPress asked
+        process = server.launch()
+        assert process.wait(timeout=60) == 1, server.output()
+    finally:
+        taken.close()
+    output = server.output()
+    assert f"cannot listen on 127.0.0.1:{server.port}: Address already in use" in output
+    assert "database" not in output and "WordPress" not in output, output
+
+
 class _Accepted(asyncio.Protocol):
     """Notes, for each connection the served socket accepts, whether Nagle's algorithm is off."""
 
