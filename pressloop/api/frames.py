@@ -31,13 +31,14 @@ def frame_id(event: Event) -> str:
 PARKED_RETRY_MS = 15_000
 
 
-def frame(event: Event) -> ServerSentEvent:
+def frame(event: Event, data: str | None = None) -> ServerSentEvent:
+    """`data`: the event's JSON when it is at hand already (`event.model_dump_json()`)."""
     parked = (
         event.type is EventType.RUN_FINISHED
         and event.data.get("status") == RunStatus.WAITING_APPROVAL.value
     )
     return ServerSentEvent(
-        data=event.model_dump_json(),
+        data=event.model_dump_json() if data is None else data,
         event=event.type.value,
         id=frame_id(event),
         retry=PARKED_RETRY_MS if parked else None,

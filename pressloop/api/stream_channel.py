@@ -27,8 +27,20 @@ def open_message(key: str, run_id: str, ping_s: float) -> bytes:
     return _line({"open": key, "run": run_id, "ping": ping_s})
 
 
+EVENT_PREFIX = b'{"event":'
+
+
 def event_message(event: Event) -> bytes:
-    return b'{"event":' + event.model_dump_json().encode() + b"}\n"
+    return EVENT_PREFIX + event.model_dump_json().encode() + b"}\n"
+
+
+def event_json(line: bytes) -> bytes | None:
+    """The event an `event_message` carries, as the serving process wrote it (None for any other
+    message): the stream process parses it once, straight from its JSON, and writes that JSON
+    itself into the event's frame rather than dumping it again."""
+    if line.startswith(EVENT_PREFIX) and line.endswith(b"}\n"):
+        return line[len(EVENT_PREFIX) : -2]
+    return None
 
 
 END = b'{"end":true}\n'

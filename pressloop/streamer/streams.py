@@ -12,6 +12,7 @@ from pressloop.api.frames import frame
 from pressloop.api.stream_channel import (
     DONE,
     OK,
+    event_json,
     gone_message,
     read_message,
     receive_open,
@@ -42,16 +43,23 @@ class HandedOverStream:
         self.client = client
         self.ping_s = ping_s
 
-    def write(self, events: list[Event]) -> None:
+    def write(self, events: list[Event], whole: tuple[Event, str] | None = None) -> None:
+        """`whole`: a committed event and its JSON, for its frame if it goes out as it is."""
         # Nothing goes out before the events before it, and those come after the open.
         # The frames of one write go as one HTTP chunk: one send for a model read's parts.
         if self.client is None or not events:
             return
-        self.client.write_chunk(b"".join(frame(event).encode() for event in events))
+        frames = (
+            frame(event, whole[1] if whole is not None and event is whole[0] else None)
+            for event in events
+        )
+        self.client.write_chunk(b"".join(f.encode() for f in frames))
 
-    def committed(self, event: Event) -> None:
+    def committed(self, json: bytes) -> None:
+        """A committed event, as the serving process sent it (`stream_channel.event_message`)."""
+        event = Event.model_validate_json(json)
         try:
-            self.write(self.position.committed(event))
+            self.write(self.position.committed(event), whole=(event, json.decode()))
         except Diverged:
             logger.exception("a handed-over stream of run %s is cut", self.position.run_id)
             if self.client is not None:
@@ -147,10 +155,12 @@ class Streams:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, stream: HandedOverStream
     ) -> None:
         while line := await reader.readline():
+            json = event_json(line)
+            if json is not None:
+                stream.committed(json)
+                continue
             message = read_message(line)
-            if "event" in message:
-                stream.committed(Event.model_validate(message["event"]))
-            elif message.get("end"):
+            if message.get("end"):
                 client = stream.client
                 assert client is not None
                 if await client.drained(END_DRAIN_S):
