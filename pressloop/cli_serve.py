@@ -187,10 +187,11 @@ async def _serve(
     streamer: StreamProcesses | None = None
     if settings.starts_stream_processes() and fd is None:
         if relays_streams(settings):
-            # Waits (seconds) until they serve: off the loop.
-            streamer = await asyncio.to_thread(StreamProcesses.start, settings)
+            # Their imports go on while this process opens its service and loads the model SDK
+            # (both about a second): served once they serve, below.
+            streamer = StreamProcesses.launch(settings)
             settings = streamer.processes[0].pointed(settings)
-        elif settings.stream_process:  # asked for, not only the default of several processes
+        elif settings.stream_process:  # asked for, not only on by default
             # Its parts would come from nowhere: the serving processes stream as they do.
             console.print(
                 "[yellow]Note:[/] PRESSLOOP_STREAM_PROCESS reads OpenAI-compatible answers "
@@ -220,6 +221,8 @@ async def _serve(
         # turn nor a full collection under load stops the loop for long (runtime/collector.py).
         unwatch_gc = collector.settle_process(settings, service.metrics, collector.SERVE_THRESHOLDS)
         stop_young = collector.collect_young_every(settings.gc_young_every_s)
+        if streamer is not None:
+            await asyncio.to_thread(streamer.wait_ready, settings.stream_ready_timeout_s)
         if fd is not None:
             console.print(f"Pressloop serving process {os.getpid()} on the shared port")
             step_aside_for_stream_processes(settings)

@@ -33,8 +33,10 @@ class ServingTuning(BaseSettings):
     )
     # `pressloop serve` starts a stream process (`pressloop/streamer`) beside each serving
     # process: a person's streamed tokens are read and written by a process that runs no turns
-    # (`starts_stream_processes`). Unset: with several serving processes, a deployment sized for
-    # many streams at once; one process alone (a person chatting) has no use for the memory.
+    # (`starts_stream_processes`). Unset: on, where the provider's answers can be read there
+    # (OpenAI-compatible): one serving process alone missed 20 ms at the slowest CPU's speed
+    # without it (docs/benchmarks.md, section 3ag). True: asked for (a note where the provider
+    # has none). False: never (about 70 MiB and one process fewer).
     stream_process: bool | None = Field(
         default=None, validation_alias=_env("PRESSLOOP_STREAM_PROCESS")
     )
@@ -143,9 +145,7 @@ class ServingTuning(BaseSettings):
 
     def starts_stream_processes(self) -> bool:
         """Whether `pressloop serve` starts stream processes (for a provider they can read)."""
-        if self.stream_process is None:
-            return self.serve_processes > 1
-        return self.stream_process
+        return self.stream_process is not False
 
     def resolved_db_pool_size(self, cpus: int | None = None) -> int:
         """The pool of each process: the setting, else twice the CPUs (this machine's unless

@@ -56,8 +56,9 @@ def build_provider(settings: Settings, *, sleep: Sleep = real_sleep) -> Provider
 
 def relays_streams(settings: Settings) -> bool:
     """The configured provider speaks Chat Completions over HTTP, the one protocol the stream
-    process reads (`pressloop/streamer/relay.py`)."""
-    return (settings.provider or _detect(settings)) not in ("scripted", "local", "anthropic")
+    process reads (`pressloop/streamer/relay.py`). None configured: nothing to read."""
+    name = _configured(settings)
+    return name is not None and name not in ("scripted", "local", "anthropic")
 
 
 def load_sdk(settings: Settings) -> None:
@@ -66,14 +67,19 @@ def load_sdk(settings: Settings) -> None:
     of the event loop, better before serving than in the first person's turn, and what it loads
     is then frozen with the rest of start-up (`runtime/collector.py`). A provider that is not
     configured loads nothing: every turn reports it until it is."""
-    try:
-        name = settings.provider or _detect(settings)
-    except ProviderNotConfigured:
-        return
+    name = _configured(settings)
     if name == "anthropic":
         import pressloop.providers.anthropic_messages  # noqa: F401
-    elif name not in ("scripted", "local"):  # neither uses a model SDK
+    elif name not in (None, "scripted", "local"):  # none of these uses a model SDK
         import pressloop.providers.openai_chat  # noqa: F401
+
+
+def _configured(settings: Settings) -> str | None:
+    """The provider's name, None when none is configured (each turn then says so)."""
+    try:
+        return settings.provider or _detect(settings)
+    except ProviderNotConfigured:
+        return None
 
 
 def _detect(settings: Settings) -> str:

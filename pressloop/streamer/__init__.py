@@ -1,9 +1,10 @@
 """The stream process: a person's tokens written by a process that does nothing else.
 
 Under load a serving process is always busy with turns, and a token that reaches it waits for
-that process's turn at a core (docs/benchmarks.md, sections 3q, 3x, 3y). With
-`PRESSLOOP_STREAM_PROCESS=1`, `pressloop serve` starts one more process, the stream process,
-which carries only a token's work:
+that process's turn at a core (docs/benchmarks.md, sections 3q, 3x, 3y). So `pressloop serve`
+starts one more process beside each serving process (`PRESSLOOP_STREAM_PROCESS`, on unless set
+to false, for an OpenAI-compatible provider), the stream process, which carries only a token's
+work:
 
 - a serving process that streams a run it runs (`POST .../runs` with `mode: stream`) writes the
   response's headers, then hands the connection to the stream process (`api/handover.py`:

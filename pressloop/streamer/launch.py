@@ -143,11 +143,9 @@ class StreamProcesses:
         self.processes = processes
 
     @classmethod
-    def start(cls, settings: Settings) -> StreamProcesses:
-        """The stream processes, started together and serving, or given up waiting for after
-        PRESSLOOP_STREAM_READY_TIMEOUT: a stream handed over sooner would wait for the stream
-        process's imports (3 s on a slow CPU) and stay in its serving process instead; past it,
-        `pressloop serve` goes on (each early stream falls back the same way)."""
+    def launch(cls, settings: Settings) -> StreamProcesses:
+        """The stream processes, started together; their imports (about 1 s, 3 s on a slow CPU)
+        go on while `pressloop serve` opens its own service, until `wait_ready`."""
         started: list[StreamProcess] = []
         try:
             for _ in range(settings.serve_processes):
@@ -156,11 +154,17 @@ class StreamProcesses:
             for process in started:
                 process.stop()
             raise
-        deadline = time.monotonic() + settings.stream_ready_timeout_s
-        for process in started:
+        return cls(started)
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Until they serve, or given up waiting for after `timeout_s`
+        (PRESSLOOP_STREAM_READY_TIMEOUT): a stream handed over sooner would wait for a stream
+        process's imports and stay in its serving process instead; past it, `pressloop serve`
+        goes on (each early stream falls back the same way)."""
+        deadline = time.monotonic() + timeout_s
+        for process in self.processes:
             if not process.wait_ready(max(0.0, deadline - time.monotonic())):
                 logger.warning("a stream process is not serving yet: its first streams stay here")
-        return cls(started)
 
     def stop(self) -> None:
         for process in self.processes:

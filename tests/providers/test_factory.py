@@ -15,7 +15,7 @@ from pressloop.contracts import Message, Role
 from pressloop.errors import ConfigurationError, ProviderError, ProviderNotConfigured
 from pressloop.providers.anthropic_messages import AnthropicMessagesProvider
 from pressloop.providers.base import ModelRequest, Provider
-from pressloop.providers.factory import build_provider
+from pressloop.providers.factory import build_provider, relays_streams
 from pressloop.providers.openai_chat import OpenAIChatProvider
 from pressloop.providers.retrying import RetryingProvider
 from pressloop.providers.tool_names import NativeToolNames
@@ -65,6 +65,26 @@ def test_nothing_configured_says_what_to_set() -> None:
     assert message.startswith("No model provider is configured.")
     for needed in ("PRESSLOOP_PROVIDER", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         assert needed in message
+
+
+@pytest.mark.parametrize(
+    ("values", "variable", "relayed"),
+    [
+        ({}, None, False),  # none configured: `pressloop serve` starts, each turn says so
+        ({}, "OPENAI_API_KEY", True),
+        ({}, "ZAI_API_KEY", True),
+        ({}, "ANTHROPIC_API_KEY", False),  # Anthropic's protocol is not Chat Completions
+        ({"provider": "openai-compatible", "base_url": "http://127.0.0.1:9/v1"}, None, True),
+        ({"provider": "local"}, None, False),
+        ({"provider": "scripted"}, None, False),
+    ],
+)
+def test_only_a_chat_completions_provider_is_read_by_a_stream_process(
+    monkeypatch: pytest.MonkeyPatch, values: dict[str, str], variable: str | None, relayed: bool
+) -> None:
+    if variable is not None:
+        monkeypatch.setenv(variable, "the-key")
+    assert relays_streams(settings(**values)) is relayed
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
-"""`PRESSLOOP_STREAM_PROCESS=1`: a real `pressloop serve` hands a submitted run's stream to its
-stream process, whose model calls go through it to a server speaking OpenAI's real wire protocol;
-on both databases.
+"""A real `pressloop serve` (one serving process, `PRESSLOOP_STREAM_PROCESS` unset: on) hands a
+submitted run's stream to its stream process, whose model calls go through it to a server
+speaking OpenAI's real wire protocol; on both databases.
 
 - The stream carries the answer's parts before their commit (`N.k`: with a stream process the
   serving process makes none itself), then every event once; the connection stays alive for the
@@ -8,7 +8,7 @@ on both databases.
 - A client that drops after a part and reconnects to another `pressloop serve` with that
   `Last-Event-ID` gets the rest exactly.
 - A stream process that is gone costs no run: the serving process calls the model itself and
-  streams the run as it would without one.
+  streams the run as it would without one; so does one turned off (`PRESSLOOP_STREAM_PROCESS=0`).
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ async def test_the_stream_process_writes_the_parts_and_a_reconnect_resumes_exact
         Reply(text=ANSWER, deltas=PIECES, delay_s=THINKING_S),
         Reply(text=ANSWER, deltas=PIECES, delay_s=THINKING_S),
     )
-    with _serve(tmp_path, "a", database_url, openai_server, PRESSLOOP_STREAM_PROCESS="1") as a:
+    with _serve(tmp_path, "a", database_url, openai_server) as a:  # on by default
         assert len(stream_processes(a)) == 1
         async with httpx.AsyncClient(base_url=a.url, timeout=30, trust_env=False) as client:
             frames = await _submit_streamed(client, a.admin_token)
@@ -174,6 +174,25 @@ async def test_a_stream_process_that_is_gone_costs_no_run(
         assert frames[-1].event == "run.finished"
         assert frames[-1].data["data"]["status"] == "succeeded"
         assert "a stream stays in this process" in a.output()
+
+
+async def test_turned_off_no_stream_process_starts_and_the_serving_process_streams(
+    database_url: str,
+    database: object,
+    tmp_path: Path,
+    openai_server: FakeOpenAIServer,  # noqa: F811
+) -> None:
+    openai_server.push(Reply(text=ANSWER, deltas=PIECES, delay_s=THINKING_S))
+    with _serve(tmp_path, "a", database_url, openai_server, PRESSLOOP_STREAM_PROCESS="0") as a:
+        assert stream_processes(a) == []
+        async with httpx.AsyncClient(base_url=a.url, timeout=30, trust_env=False) as client:
+            frames = await _submit_streamed(client, a.admin_token)
+    # The parts come from the serving process itself, before their commit, as the model sends
+    # them.
+    assert [f.data["data"]["delta"] for f in frames if isinstance(f.id, str)] == list(PIECES)
+    assert text_of(frames) == ANSWER
+    assert frames[-1].data["data"]["status"] == "succeeded"
+    assert "stream stays in this process" not in a.output()
 
 
 async def test_a_provider_the_stream_process_cannot_read_keeps_the_streams_here(
