@@ -9,6 +9,7 @@ import json
 import os
 import re
 import socket
+import subprocess
 from pathlib import Path
 
 import httpx
@@ -24,6 +25,14 @@ TURNS = 16  # each on a new connection: all on one of two processes by chance is
 
 def alive(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists()
+
+
+def stream_processes(pid: int) -> list[str]:
+    """The pids of process `pid`'s children running `pressloop.streamer`."""
+    found = subprocess.run(
+        ["pgrep", "-P", str(pid), "-f", "pressloop.streamer"], capture_output=True, check=False
+    )
+    return found.stdout.decode().split()
 
 
 async def test_two_processes_share_the_port_and_the_turns(
@@ -102,6 +111,32 @@ def test_a_server_started_on_a_port_in_use_says_so_before_it_starts_anything(
     output = server.output()
     assert f"cannot listen on 127.0.0.1:{server.port}: Address already in use" in output
     assert "database" not in output and "WordPress" not in output, output
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+async def test_a_server_with_no_model_provider_serves_and_each_turn_says_what_to_set(
+    tmp_path: Path, processes: str
+) -> None:
+    """Deciding whether to start stream processes asks which provider is configured; with none
+    `pressloop serve` with two processes stopped at start ("No model provider is configured")
+    while one served and let each turn say it. Both serve now, with no stream process."""
+    env = serve_env(tmp_path / "data", PRESSLOOP_SERVE_PROCESSES=processes)
+    del env["PRESSLOOP_PROVIDER"]  # and no key: serve_env's environment is isolated
+    async with Serve(tmp_path, env, "--no-local-wordpress") as server:
+        auth = {"Authorization": f"Bearer {server.admin_token}"}
+        async with httpx.AsyncClient(base_url=server.url, timeout=30, trust_env=False) as client:
+            thread = (await client.post("/v1/threads", json={}, headers=auth)).json()["id"]
+            answer = await client.post(
+                f"/v1/threads/{thread}/runs",
+                json={"message": "hello", "mode": "wait"},
+                headers=auth,
+            )
+        assert server.process is not None
+        assert stream_processes(server.process.pid) == []
+    run = answer.json()["run"]
+    assert run["status"] == "failed", run
+    assert run["error"]["cls"] == "ProviderNotConfigured"
+    assert run["error"]["message"].startswith("No model provider is configured. Set")
 
 
 class _Accepted(asyncio.Protocol):
