@@ -120,7 +120,7 @@ class _ProviderSide(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
-        self._client.write(data)  # as it came: the serving process's SDK reads it
+        self._client.forward(data)  # as it came: the serving process's SDK reads it
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError:
@@ -165,6 +165,7 @@ class _ServingSide(asyncio.Protocol):
         self._waiting: list[_Call] = []
         self.current: _Call | None = None
         self._call: _Call | None = None
+        self._forwards: list[bytes] = []  # the answer's bytes not yet passed back
         self._provider: _ProviderSide | None = None
         self._origin: tuple[str, str, int] | None = None
         self.transport: asyncio.Transport | None = None
@@ -178,7 +179,25 @@ class _ServingSide(asyncio.Protocol):
         except httptools.HttpParserError:
             self._refuse(400, "not an HTTP request")
 
+    def forward(self, data: bytes) -> None:
+        """The answer's bytes, passed back once this pass of the event loop has written the
+        person's parts of every answer read in it: 200 first tokens come in one pass, and a
+        send to a serving process before each would keep the last person waiting for 199."""
+        if not self._forwards:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self._forwards.append(data)
+
+    def flush(self) -> None:
+        if self._forwards:
+            data = b"".join(self._forwards)
+            self._forwards.clear()
+            self._pass_back(data)
+
     def write(self, data: bytes) -> None:
+        self.flush()  # whatever came before goes first
+        self._pass_back(data)
+
+    def _pass_back(self, data: bytes) -> None:
         if self.transport is not None and not self.transport.is_closing():
             self.transport.write(data)
 
@@ -245,6 +264,7 @@ class _ServingSide(asyncio.Protocol):
         self._next()
 
     def provider_lost(self) -> None:
+        self.flush()  # the answer's last bytes before the connection's end
         self._provider = None
         if self.current is not None:
             self._relay.call_ended(self.current)

@@ -15,7 +15,7 @@ import pytest
 
 from pressloop.providers.openai_chat import UPSTREAM_HEADER
 from pressloop.streamer.connection import ClientConnection
-from pressloop.streamer.relay import AnswerReader, Relay
+from pressloop.streamer.relay import AnswerReader, Relay, _Call, _ProviderSide, _ServingSide
 from pressloop.streamer.streams import HandedOverStream, Streams
 from tests.support.processes import free_port
 from tests.wire.fixtures import openai_server, openai_server_session  # noqa: F401
@@ -143,3 +143,47 @@ async def test_the_parts_of_one_read_go_to_the_client_as_one_chunk() -> None:
     assert [f["id"] for f in frames] == ["0.1", "0.2", "0.3", "0.4"]
     stream.client.close()  # type: ignore[union-attr]
     theirs.close()
+
+
+async def test_a_read_reaches_the_person_before_it_goes_back_to_the_serving_process() -> None:
+    """200 first tokens come in one pass of the stream process's loop: each answer's bytes go
+    back to its serving process after that pass, so every person's part read in it goes out
+    first, and the serving process still gets every byte, in order."""
+    person_ours, person = socket.socketpair()
+    stream = HandedOverStream()
+    stream.open("run-1", ClientConnection(person_ours.detach(), lambda _reason: None), ping_s=0)
+    serving_ours, serving = socket.socketpair()
+    loop = asyncio.get_running_loop()
+    relay = Relay(Streams(), SECRET, timeout_s=5)
+    transport, serving_side = await loop.connect_accepted_socket(relay.protocol, serving_ours)
+    assert isinstance(serving_side, _ServingSide)
+    call = _Call(origin=("http", "127.0.0.1", 9), head=b"", key="k", stream=stream)
+    serving_side.current = call
+    provider = _ProviderSide(serving_side)
+    body = _sse_chunk("Hello")
+    reads = [
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n",
+        b"%x\r\n%s\r\n" % (len(body), body),
+    ]
+    person.setblocking(False)
+    serving.setblocking(False)
+    for read in reads:
+        provider.data_received(read)
+    # Within the pass: the person has the part, the serving process nothing yet.
+    _size, frame = person.recv(65536).split(b"\r\n", 1)
+    assert json.loads(dict(_fields(frame.decode().strip()))["data"])["data"]["delta"] == "Hello"
+    with pytest.raises(BlockingIOError):
+        serving.recv(65536)
+    passed_back = b""
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        try:
+            passed_back += serving.recv(65536)
+        except BlockingIOError:
+            if passed_back:
+                break
+    assert passed_back == b"".join(reads)
+    transport.close()
+    stream.client.close()  # type: ignore[union-attr]
+    person.close()
+    serving.close()
