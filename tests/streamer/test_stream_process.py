@@ -17,7 +17,6 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
 from pathlib import Path
 
 import httpx
@@ -61,23 +60,6 @@ def _serve(
     return Serve(home, env, "--no-local-wordpress")
 
 
-def children(serve: Serve, command: str) -> list[int]:
-    """The pids of `serve`'s children whose command line holds `command`."""
-    assert serve.process is not None
-    found = subprocess.run(
-        ["pgrep", "-P", str(serve.process.pid), "-f", command],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return [int(pid) for pid in found.stdout.split()]
-
-
-def stream_processes(serve: Serve) -> list[int]:
-    """The pids of `serve`'s stream processes (its children running `pressloop.streamer`)."""
-    return children(serve, "pressloop.streamer")
-
-
 async def _submit_streamed(
     client: httpx.AsyncClient, token: str, *, until: str | None = None
 ) -> list[Frame]:
@@ -109,7 +91,7 @@ async def test_the_stream_process_writes_the_parts_and_a_reconnect_resumes_exact
         Reply(text=ANSWER, deltas=PIECES, delay_s=THINKING_S),
     )
     with _serve(tmp_path, "a", database_url, openai_server) as a:  # on by default
-        assert len(stream_processes(a)) == 1
+        assert len(a.stream_processes()) == 1
         async with httpx.AsyncClient(base_url=a.url, timeout=30, trust_env=False) as client:
             frames = await _submit_streamed(client, a.admin_token)
             parts = [f for f in frames if isinstance(f.id, str)]
@@ -166,7 +148,7 @@ async def test_a_stream_process_that_is_gone_costs_no_run(
 ) -> None:
     openai_server.push(Reply(text=ANSWER, deltas=PIECES))
     with _serve(tmp_path, "a", database_url, openai_server, PRESSLOOP_STREAM_PROCESS="1") as a:
-        [pid] = stream_processes(a)
+        [pid] = a.stream_processes()
         os.kill(pid, signal.SIGKILL)  # before the turn: its serving process finds it gone
         async with httpx.AsyncClient(base_url=a.url, timeout=30, trust_env=False) as client:
             frames = await _submit_streamed(client, a.admin_token)
@@ -184,7 +166,7 @@ async def test_turned_off_no_stream_process_starts_and_the_serving_process_strea
 ) -> None:
     openai_server.push(Reply(text=ANSWER, deltas=PIECES, delay_s=THINKING_S))
     with _serve(tmp_path, "a", database_url, openai_server, PRESSLOOP_STREAM_PROCESS="0") as a:
-        assert stream_processes(a) == []
+        assert a.stream_processes() == []
         async with httpx.AsyncClient(base_url=a.url, timeout=30, trust_env=False) as client:
             frames = await _submit_streamed(client, a.admin_token)
     # The parts come from the serving process itself, before their commit, as the model sends
@@ -206,7 +188,7 @@ async def test_a_provider_the_stream_process_cannot_read_keeps_the_streams_here(
         tmp_path / "data", script, PRESSLOOP_DATABASE_URL=database_url, PRESSLOOP_STREAM_PROCESS="1"
     )
     with Serve(tmp_path, env, "--no-local-wordpress") as server:
-        assert stream_processes(server) == []
+        assert server.stream_processes() == []
         assert "no stream process for this provider" in server.output()
         async with httpx.AsyncClient(base_url=server.url, timeout=30, trust_env=False) as client:
             frames = await _submit_streamed(client, server.admin_token)
@@ -232,7 +214,7 @@ async def test_a_stream_process_that_does_not_answer_leaves_the_stream_here_at_i
         "PRESSLOOP_PROVIDER_RETRY_BASE": "0.05",
     }
     with _serve(tmp_path, "a", database_url, openai_server, **settings) as a:
-        [pid] = stream_processes(a)
+        [pid] = a.stream_processes()
         os.kill(pid, signal.SIGSTOP)
         try:
             auth = {"Authorization": f"Bearer {a.admin_token}"}
@@ -273,7 +255,7 @@ def thread_nice_values(pid: int) -> set[int]:
 def serving_processes(serve: Serve) -> list[int]:
     """The pids of `serve`'s serving processes: the first, and those it started (`--fd`)."""
     assert serve.process is not None
-    return [serve.process.pid, *children(serve, "serve --fd")]
+    return [serve.process.pid, *serve.children("serve --fd")]
 
 
 @pytest.mark.parametrize("turn_nice", [7, 0])
@@ -294,7 +276,7 @@ async def test_the_serving_processes_run_turns_below_their_stream_processes(
         "PRESSLOOP_TURN_NICE": str(turn_nice),
     }
     with _serve(tmp_path, "a", database_url, openai_server, **settings) as a:
-        streamers = stream_processes(a)
+        streamers = a.stream_processes()
         assert len(streamers) == 2
         lowered = {min(19, base + turn_nice)}
         # The second serving process lowers its priority as it starts serving: up to 30 s.

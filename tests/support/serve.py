@@ -4,7 +4,8 @@ tests.
 `Serve(home, env, *args)` runs `pressloop serve --port <free port> *args` in `home` with `env`
 (build it with `serve_env`), its output going to `home/serve.log`. `start()` waits until
 `/healthz` answers (failing with the log if the process ends or it takes too long); `admin_token`
-is the first admin token, read from `PRESSLOOP_DATA_DIR/admin-token`; `stop()` sends SIGTERM
+is the first admin token, read from `PRESSLOOP_DATA_DIR/admin-token`; `children(command)` and
+`stream_processes()` the pids of its child processes (`pgrep -P`); `stop()` sends SIGTERM
 (SIGKILL after a while) and returns the exit code; `output()` is the log so far. It is a context
 manager, sync (`with Serve(...) as server:`) or async (`async with`, the waits in a thread).
 """
@@ -93,6 +94,21 @@ class Serve:
         self.process.kill()
         self.process.wait()
         self.start()
+
+    def children(self, command: str) -> list[int]:
+        """The pids of this server's children whose command line holds `command`."""
+        assert self.process is not None
+        found = subprocess.run(
+            ["pgrep", "-P", str(self.process.pid), "-f", command],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return [int(pid) for pid in found.stdout.split()]
+
+    def stream_processes(self) -> list[int]:
+        """The pids of its stream processes (its children running `pressloop.streamer`)."""
+        return self.children("pressloop.streamer")
 
     def stop(self) -> int | None:
         """SIGTERM, then SIGKILL if it has not stopped after STOP_S; its exit code."""
