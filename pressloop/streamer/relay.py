@@ -6,7 +6,8 @@ request goes on to the provider with its path and Host set back to the provider'
 with it, held in memory for the call only), and every byte of the answer goes back as it came.
 On the way the answer's body is decoded with the model SDK's own event-stream decoder and the
 adapter's own chunk reader (`providers.openai_chat.read_chunk`), so each part of text is the
-delta the serving process's engine will emit for it, and it goes to the stream `key` at once
+delta the serving process's engine will emit for it, and it goes to the stream `key` as soon as
+the read of the socket that brought it is parsed, with the other parts of that read
 (`streams.py`).
 
 It is a byte pipe with a parser beside it (httptools, uvicorn's C parser), not a web server and
@@ -58,16 +59,17 @@ class AnswerReader:
         self._events = SSEDecoder()
         self._state = StreamState()
         self._reading = True
+        self._texts: list[str] = []  # the parts fed and not yet sent
 
     def feed(self, body: bytes) -> None:
-        """One read of the answer's body: its parts go to the stream together (one send)."""
+        """A piece of the answer's body (an HTTP chunk: the provider's server sends one an event):
+        its parts are kept until `send`."""
         if not self._reading:
             return
-        texts: list[str] = []
         try:
             for line in self._lines.feed(body):
                 sse = self._events.decode(line.decode("utf-8"))
-                if sse is not None and not self._take(sse.data, sse.event, texts):
+                if sse is not None and not self._take(sse.data, sse.event, self._texts):
                     self._reading = False
                     break
         except Exception:
@@ -75,7 +77,14 @@ class AnswerReader:
             # person's frames stop here and come with the commits.
             logger.warning("a relayed answer could not be read for its stream", exc_info=True)
             self._reading = False
-        if texts:
+
+    def send(self) -> None:
+        """The parts fed since the last send go to the stream together: one write to the person
+        for one read of the provider's socket, however many chunks it held: a stream process that
+        fell behind (a burst of first tokens on a slow CPU) reads several at once, and one send
+        a chunk kept it behind longer (benchmarks.md, section 3ah)."""
+        if self._texts:
+            texts, self._texts = self._texts, []
             self._stream.read(texts)
 
     def _take(self, data: str, event: str | None, texts: list[str]) -> bool:
@@ -125,7 +134,16 @@ class _ProviderSide(asyncio.Protocol):
             self._parser.feed_data(data)
         except httptools.HttpParserError:
             logger.warning("a provider's answer could not be parsed: passed on unread")
-            self._reader = None
+            self._end_reading()
+        else:
+            if self._reader is not None:
+                self._reader.send()
+
+    def _end_reading(self) -> None:
+        """What was read of the answer goes out; nothing more is read of it."""
+        if self._reader is not None:
+            self._reader.send()
+        self._reader = None
 
     def on_message_begin(self) -> None:
         self._reader, self._encoded = None, False
@@ -147,7 +165,7 @@ class _ProviderSide(asyncio.Protocol):
             self._reader.feed(body)
 
     def on_message_complete(self) -> None:
-        self._reader = None
+        self._end_reading()
         self._client.answered()
 
     def connection_lost(self, exc: Exception | None) -> None:

@@ -134,6 +134,10 @@ async def test_the_parts_of_one_read_go_to_the_client_as_one_chunk() -> None:
     stream.call_started(0, 0)
     reader = AnswerReader(stream)
     reader.feed(b"".join(_sse_chunk(piece) for piece in PIECES))
+    theirs.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        theirs.recv(65536)  # kept until the read is over
+    reader.send()
     theirs.settimeout(5)
     received = theirs.recv(65536)
     size, rest = received.split(b"\r\n", 1)
@@ -143,6 +147,55 @@ async def test_the_parts_of_one_read_go_to_the_client_as_one_chunk() -> None:
     assert [f["id"] for f in frames] == ["0.1", "0.2", "0.3", "0.4"]
     stream.client.close()  # type: ignore[union-attr]
     theirs.close()
+
+
+def _http_chunk(body: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(body), body)
+
+
+ANSWER_HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+)
+
+
+async def test_a_read_of_several_http_chunks_is_one_write_to_the_person() -> None:
+    """A provider's server sends each event as an HTTP chunk; a stream process that fell behind
+    reads several in one read of the socket, and their parts go to the person in one write,
+    the last with the answer's end among them."""
+    person_ours, person = socket.socketpair()
+    stream = HandedOverStream()
+    stream.open("run-1", ClientConnection(person_ours.detach(), lambda _reason: None), ping_s=0)
+    serving_ours, serving = socket.socketpair()
+    loop = asyncio.get_running_loop()
+    relay = Relay(Streams(), SECRET, timeout_s=5)
+    transport, serving_side = await loop.connect_accepted_socket(relay.protocol, serving_ours)
+    assert isinstance(serving_side, _ServingSide)
+    serving_side.current = _Call(origin=("http", "127.0.0.1", 9), head=b"", key="k", stream=stream)
+    provider = _ProviderSide(serving_side)
+    person.setblocking(False)
+    provider.data_received(ANSWER_HEAD + b"".join(_http_chunk(_sse_chunk(p)) for p in PIECES[:3]))
+    end = _http_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"
+    provider.data_received(_http_chunk(_sse_chunk(PIECES[3])) + end)  # the answer's last read
+    writes = []
+    received = person.recv(65536)
+    while received:
+        size, rest = received.split(b"\r\n", 1)
+        length = int(size, 16)
+        writes.append(rest[:length].decode())
+        received = rest[length + 2 :]
+    deltas = [
+        [
+            json.loads(dict(_fields(f))["data"])["data"]["delta"]
+            for f in re.split(r"\r?\n\r?\n", w)
+            if f
+        ]
+        for w in writes
+    ]
+    assert deltas == [list(PIECES[:3]), [PIECES[3]]]
+    transport.close()
+    stream.client.close()  # type: ignore[union-attr]
+    person.close()
+    serving.close()
 
 
 async def test_a_read_reaches_the_person_before_it_goes_back_to_the_serving_process() -> None:
