@@ -5,10 +5,12 @@ engine emits, and nobody without the secret gets through."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import socket
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import openai
 import pytest
@@ -158,10 +160,18 @@ ANSWER_HEAD = (
 )
 
 
-async def test_a_read_of_several_http_chunks_is_one_write_to_the_person() -> None:
-    """A provider's server sends each event as an HTTP chunk; a stream process that fell behind
-    reads several in one read of the socket, and their parts go to the person in one write,
-    the last with the answer's end among them."""
+@dataclass
+class RelayedCall:
+    """A relayed call's two ends in the stream process, the provider's reads fed by hand: what
+    the person's socket (`person`) and the serving process's (`serving`) receive of them."""
+
+    provider: _ProviderSide
+    person: socket.socket
+    serving: socket.socket
+
+
+@contextlib.asynccontextmanager
+async def relayed_call() -> AsyncIterator[RelayedCall]:
     person_ours, person = socket.socketpair()
     stream = HandedOverStream()
     stream.open("run-1", ClientConnection(person_ours.detach(), lambda _reason: None), ping_s=0)
@@ -171,18 +181,33 @@ async def test_a_read_of_several_http_chunks_is_one_write_to_the_person() -> Non
     transport, serving_side = await loop.connect_accepted_socket(relay.protocol, serving_ours)
     assert isinstance(serving_side, _ServingSide)
     serving_side.current = _Call(origin=("http", "127.0.0.1", 9), head=b"", key="k", stream=stream)
-    provider = _ProviderSide(serving_side)
     person.setblocking(False)
-    provider.data_received(ANSWER_HEAD + b"".join(_http_chunk(_sse_chunk(p)) for p in PIECES[:3]))
-    end = _http_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"
-    provider.data_received(_http_chunk(_sse_chunk(PIECES[3])) + end)  # the answer's last read
-    writes = []
-    received = person.recv(65536)
-    while received:
-        size, rest = received.split(b"\r\n", 1)
-        length = int(size, 16)
-        writes.append(rest[:length].decode())
-        received = rest[length + 2 :]
+    serving.setblocking(False)
+    try:
+        yield RelayedCall(_ProviderSide(serving_side), person, serving)
+    finally:
+        transport.close()
+        stream.client.close()  # type: ignore[union-attr]
+        person.close()
+        serving.close()
+
+
+async def test_a_read_of_several_http_chunks_is_one_write_to_the_person() -> None:
+    """A provider's server sends each event as an HTTP chunk; a stream process that fell behind
+    reads several in one read of the socket, and their parts go to the person in one write,
+    the last with the answer's end among them."""
+    async with relayed_call() as call:
+        first = ANSWER_HEAD + b"".join(_http_chunk(_sse_chunk(p)) for p in PIECES[:3])
+        call.provider.data_received(first)
+        end = _http_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"
+        call.provider.data_received(_http_chunk(_sse_chunk(PIECES[3])) + end)  # the last read
+        writes = []
+        received = call.person.recv(65536)
+        while received:
+            size, rest = received.split(b"\r\n", 1)
+            length = int(size, 16)
+            writes.append(rest[:length].decode())
+            received = rest[length + 2 :]
     deltas = [
         [
             json.loads(dict(_fields(f))["data"])["data"]["delta"]
@@ -192,51 +217,28 @@ async def test_a_read_of_several_http_chunks_is_one_write_to_the_person() -> Non
         for w in writes
     ]
     assert deltas == [list(PIECES[:3]), [PIECES[3]]]
-    transport.close()
-    stream.client.close()  # type: ignore[union-attr]
-    person.close()
-    serving.close()
 
 
 async def test_a_read_reaches_the_person_before_it_goes_back_to_the_serving_process() -> None:
     """200 first tokens come in one pass of the stream process's loop: each answer's bytes go
     back to its serving process after that pass, so every person's part read in it goes out
     first, and the serving process still gets every byte, in order."""
-    person_ours, person = socket.socketpair()
-    stream = HandedOverStream()
-    stream.open("run-1", ClientConnection(person_ours.detach(), lambda _reason: None), ping_s=0)
-    serving_ours, serving = socket.socketpair()
-    loop = asyncio.get_running_loop()
-    relay = Relay(Streams(), SECRET, timeout_s=5)
-    transport, serving_side = await loop.connect_accepted_socket(relay.protocol, serving_ours)
-    assert isinstance(serving_side, _ServingSide)
-    call = _Call(origin=("http", "127.0.0.1", 9), head=b"", key="k", stream=stream)
-    serving_side.current = call
-    provider = _ProviderSide(serving_side)
-    body = _sse_chunk("Hello")
-    reads = [
-        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n",
-        b"%x\r\n%s\r\n" % (len(body), body),
-    ]
-    person.setblocking(False)
-    serving.setblocking(False)
-    for read in reads:
-        provider.data_received(read)
-    # Within the pass: the person has the part, the serving process nothing yet.
-    _size, frame = person.recv(65536).split(b"\r\n", 1)
-    assert json.loads(dict(_fields(frame.decode().strip()))["data"])["data"]["delta"] == "Hello"
-    with pytest.raises(BlockingIOError):
-        serving.recv(65536)
-    passed_back = b""
-    for _ in range(100):
-        await asyncio.sleep(0.01)
-        try:
-            passed_back += serving.recv(65536)
-        except BlockingIOError:
-            if passed_back:
-                break
+    reads = [ANSWER_HEAD, _http_chunk(_sse_chunk("Hello"))]
+    async with relayed_call() as call:
+        for read in reads:
+            call.provider.data_received(read)
+        # Within the pass: the person has the part, the serving process nothing yet.
+        _size, frame = call.person.recv(65536).split(b"\r\n", 1)
+        delta = json.loads(dict(_fields(frame.decode().strip()))["data"])["data"]["delta"]
+        assert delta == "Hello"
+        with pytest.raises(BlockingIOError):
+            call.serving.recv(65536)
+        passed_back = b""
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            try:
+                passed_back += call.serving.recv(65536)
+            except BlockingIOError:
+                if passed_back:
+                    break
     assert passed_back == b"".join(reads)
-    transport.close()
-    stream.client.close()  # type: ignore[union-attr]
-    person.close()
-    serving.close()
