@@ -81,8 +81,8 @@ class AnswerReader:
     def send(self) -> None:
         """The parts fed since the last send go to the stream together: one write to the person
         for one read of the provider's socket, however many chunks it held: a stream process that
-        fell behind (a burst of first tokens on a slow CPU) reads several at once, and one send
-        a chunk kept it behind longer (benchmarks.md, section 3ah)."""
+        fell behind (a burst of first tokens on a slow CPU) reads several at once, and a send each
+        added to the work it was behind with (benchmarks.md, section 3ah)."""
         if self._texts:
             texts, self._texts = self._texts, []
             self._stream.read(texts)
