@@ -30,6 +30,7 @@ from pressloop.providers.base import (
 )
 from pressloop.providers.errors_map import SDKErrors, garbage, translated
 from pressloop.providers.stream_calls import StreamCalls
+from pressloop.providers.text import StreamedText, well_formed
 from pressloop.providers.wire import (
     DEFAULT_MAX_CONNECTIONS,
     RequestBodies,
@@ -156,6 +157,7 @@ class _StreamState:
         self.model: str | None = None
         self.started = False
         self.stopped = False
+        self._streamed = StreamedText()
 
     def add(self, event: _Event) -> str:
         if event.type == "message_start" and event.message is not None:
@@ -165,13 +167,14 @@ class _StreamState:
         elif event.type == "content_block_start" and event.content_block is not None:
             start = event.content_block
             self.blocks[event.index] = _Building(
-                type=start.type, id=start.id, name=start.name, text=start.text or ""
+                type=start.type, id=start.id, name=start.name, text=well_formed(start.text or "")
             )
         elif event.type == "content_block_delta" and event.delta is not None:
             block = self.blocks.setdefault(event.index, _Building(type="text"))
             if event.delta.type == "text_delta" and event.delta.text:
-                block.text += event.delta.text
-                return event.delta.text
+                text = self._streamed.add(event.delta.text)
+                block.text += text
+                return text
             if event.delta.type == "input_json_delta":
                 block.json += event.delta.partial_json or ""
         elif event.type == "message_delta":
@@ -238,7 +241,9 @@ class AnthropicMessagesProvider(SDKProvider):
             )
         parsed = parse(self._name, _Message, message, "a body that is not a message")
         return ModelResponse(
-            text="".join(block.text or "" for block in parsed.content if block.type == "text"),
+            text=well_formed(
+                "".join(block.text or "" for block in parsed.content if block.type == "text")
+            ),
             tool_calls=[
                 ActionCall(
                     id=block.id or f"toolu_{n}", name=block.name or "", params=block.input or {}

@@ -35,6 +35,7 @@ from pressloop.providers.base import (
 )
 from pressloop.providers.errors_map import SDKErrors, garbage, translated
 from pressloop.providers.stream_calls import StreamCalls
+from pressloop.providers.text import StreamedText, well_formed
 from pressloop.providers.wire import (
     DEFAULT_MAX_CONNECTIONS,
     RequestBodies,
@@ -149,6 +150,7 @@ class StreamState:
 
     def __init__(self) -> None:
         self.text: list[str] = []
+        self._streamed = StreamedText()
         self.calls: dict[int, _PartialCall] = {}
         self.usage = Usage(model_calls=1)
         self.finish_reason: str | None = None
@@ -172,6 +174,7 @@ class StreamState:
                     call.name = call.name or piece.function.name or ""
                     args = piece.function.arguments
                     call.arguments += json.dumps(args) if isinstance(args, dict) else args or ""
+        delta_text = self._streamed.add(delta_text)
         self.text.append(delta_text)
         return delta_text
 
@@ -240,7 +243,7 @@ class OpenAIChatProvider(SDKProvider):
         parsed = parse(self._name, _Completion, completion, "a body that is not a chat completion")
         choice = parsed.choices[0]
         return ModelResponse(
-            text=choice.message.content or "",
+            text=well_formed(choice.message.content or ""),
             tool_calls=[
                 ActionCall(
                     id=call.id or f"call_{position}",

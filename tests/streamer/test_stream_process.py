@@ -177,6 +177,44 @@ async def test_turned_off_no_stream_process_starts_and_the_serving_process_strea
     assert "stream stays in this process" not in a.output()
 
 
+# An emoji's two halves in two chunks (a server cutting by UTF-16 code units), a half alone.
+HALVES = ("Hi ", "\ud83d", "\ude00", " there \udc00", "!")
+
+
+@pytest.mark.parametrize("stream_process", ["1", "0"])
+async def test_an_answer_with_halves_of_a_character_is_streamed_stored_and_finished(
+    database_url: str,
+    database: object,
+    tmp_path: Path,
+    openai_server: FakeOpenAIServer,  # noqa: F811
+    stream_process: str,
+) -> None:
+    # Before, the half characters reached the database as they came: the run's text could not
+    # be written (no UTF-8 for a lone surrogate), the turn failed, and each retry asked the model
+    # again. Now the stream and the store get the same well-formed text (providers/text.py).
+    whole = "Hi 😀 there \ufffd!"
+    openai_server.push(Reply(text="".join(HALVES), deltas=HALVES, delay_s=THINKING_S))
+    settings = {"PRESSLOOP_STREAM_PROCESS": stream_process}
+    with _serve(tmp_path, "a", database_url, openai_server, **settings) as a:
+        async with httpx.AsyncClient(base_url=a.url, timeout=30, trust_env=False) as client:
+            frames = await _submit_streamed(client, a.admin_token)
+            auth = {"Authorization": f"Bearer {a.admin_token}"}
+            run_id = frames[0].data["run_id"]
+            stored = (await client.get(f"/v1/runs/{run_id}/events", headers=auth)).json()
+            run = (await client.get(f"/v1/runs/{run_id}", headers=auth)).json()
+    parts = [f.data["data"]["delta"] for f in frames if isinstance(f.id, str)]
+    assert parts == ["Hi ", "😀", " there \ufffd", "!"]  # before their commit
+    assert text_of(frames) == whole
+    assert whole_events(frames) == stored_whole(stored)
+    assert (run["status"], run["attempt"], run["result"]["assistant_text"]) == (
+        "succeeded",
+        1,
+        whole,
+    )
+    assert len(openai_server.requests) == 1  # the model was asked once
+    assert "write failed" not in a.output()
+
+
 async def test_a_provider_the_stream_process_cannot_read_keeps_the_streams_here(
     database_url: str, database: object, tmp_path: Path
 ) -> None:

@@ -127,7 +127,8 @@ class FakeAnthropicServer(ScriptedServer):
             "stop_sequence": None,
             "usage": _usage(reply),
         }
-        return JSONResponse(message)
+        # As the streamed chunks: ASCII, escapes for the rest (a lone surrogate has no UTF-8).
+        return Response(json.dumps(message), media_type="application/json")
 
     def check_models(self, request: RecordedRequest) -> list[str]:
         problems = []

@@ -117,7 +117,8 @@ class FakeOpenAIServer(ScriptedServer):
             "usage": _usage(reply),
             "system_fingerprint": None,
         }
-        return JSONResponse(completion)
+        # As the streamed chunks: ASCII, escapes for the rest (a lone surrogate has no UTF-8).
+        return Response(json.dumps(completion), media_type="application/json")
 
     def check_models(self, request: RecordedRequest) -> list[str]:
         if not request.headers.get("authorization", "").startswith("Bearer "):

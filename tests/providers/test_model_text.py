@@ -1,0 +1,63 @@
+"""A model's text with half a character in it, from either adapter, on the wire: an emoji's two
+surrogate halves sent in two chunks (a server that cuts its stream by UTF-16 code units), a half
+with no other half. The text that comes out has no lone surrogate (none has a UTF-8 encoding: the
+run's text could not be stored), each pair made one character again, the rest U+FFFD; the
+deltas add up to the whole text."""
+
+from __future__ import annotations
+
+import pytest
+
+from pressloop.providers.anthropic_messages import AnthropicMessagesProvider
+from pressloop.providers.base import ModelResponse, ResponseDone, TextDelta
+from pressloop.providers.openai_chat import OpenAIChatProvider
+from tests.providers.openai_calls import ask, collect
+from tests.wire.anthropic_server import FakeAnthropicServer
+from tests.wire.openai_server import FakeOpenAIServer
+from tests.wire.scripted_server import Reply
+
+# As they come off the wire: JSON's escapes for half an emoji each ("\ud83d" "\ude00" is 😀).
+PIECES = ("Hi ", "\ud83d", "\ude00", " there \udc00", "!", " \ud83d")
+DELTAS = ["Hi ", "😀", " there \ufffd", "!", " "]  # the last half has nothing to complete it
+WHOLE = "Hi 😀 there \ufffd! "
+
+Provider = OpenAIChatProvider | AnthropicMessagesProvider
+
+
+@pytest.fixture(params=["openai", "anthropic"])
+def adapter(
+    request: pytest.FixtureRequest,
+    openai_server: FakeOpenAIServer,
+    anthropic_server: FakeAnthropicServer,
+) -> tuple[Provider, FakeOpenAIServer | FakeAnthropicServer]:
+    if request.param == "openai":
+        return request.getfixturevalue("openai_provider"), openai_server
+    return request.getfixturevalue("anthropic_provider"), anthropic_server
+
+
+async def test_halves_of_a_character_streamed_apart_are_joined_and_lone_ones_replaced(
+    adapter: tuple[Provider, FakeOpenAIServer | FakeAnthropicServer],
+) -> None:
+    provider, server = adapter
+    server.push(Reply(text="".join(PIECES), deltas=PIECES))
+
+    parts = await collect(provider, ask())  # type: ignore[arg-type]
+
+    deltas = [part.text for part in parts if isinstance(part, TextDelta)]
+    assert deltas == DELTAS
+    done = parts[-1]
+    assert isinstance(done, ResponseDone)
+    assert done.response.text == WHOLE == "".join(deltas)
+    assert done.response.text.encode("utf-8")  # storable
+
+
+async def test_a_whole_answer_with_a_lone_half_has_it_replaced(
+    adapter: tuple[Provider, FakeOpenAIServer | FakeAnthropicServer],
+) -> None:
+    provider, server = adapter
+    server.push(Reply(text="odd \ud800 half, whole \ud83d\ude00"))
+
+    response = await provider.complete(ask())
+
+    assert isinstance(response, ModelResponse)
+    assert response.text == "odd \ufffd half, whole 😀"
