@@ -30,7 +30,7 @@ from pressloop.providers.base import (
 )
 from pressloop.providers.errors_map import SDKErrors, garbage, translated
 from pressloop.providers.stream_calls import StreamCalls
-from pressloop.providers.text import StreamedText, well_formed
+from pressloop.providers.text import StreamedText, well_formed, well_formed_response
 from pressloop.providers.wire import (
     DEFAULT_MAX_CONNECTIONS,
     RequestBodies,
@@ -187,20 +187,22 @@ class _StreamState:
 
     def response(self, default_model: str) -> ModelResponse:
         ordered = [self.blocks[index] for index in sorted(self.blocks)]
-        return ModelResponse(
-            text="".join(block.text for block in ordered if block.type == "text"),
-            tool_calls=[
-                ActionCall(
-                    id=block.id or f"toolu_{position}",
-                    name=block.name or "",
-                    params=decode_arguments(block.json),
-                )
-                for position, block in enumerate(ordered)
-                if block.type == "tool_use"
-            ],
-            usage=self.usage.usage(),
-            finish_reason=self.stop_reason,
-            model=self.model or default_model,
+        return well_formed_response(
+            ModelResponse(
+                text="".join(block.text for block in ordered if block.type == "text"),
+                tool_calls=[
+                    ActionCall(
+                        id=block.id or f"toolu_{position}",
+                        name=block.name or "",
+                        params=decode_arguments(block.json),
+                    )
+                    for position, block in enumerate(ordered)
+                    if block.type == "tool_use"
+                ],
+                usage=self.usage.usage(),
+                finish_reason=self.stop_reason,
+                model=self.model or default_model,
+            )
         )
 
 
@@ -240,20 +242,20 @@ class AnthropicMessagesProvider(SDKProvider):
                 MESSAGES_PATH, content=self._body(request, stream=False), cast_to=object
             )
         parsed = parse(self._name, _Message, message, "a body that is not a message")
-        return ModelResponse(
-            text=well_formed(
-                "".join(block.text or "" for block in parsed.content if block.type == "text")
-            ),
-            tool_calls=[
-                ActionCall(
-                    id=block.id or f"toolu_{n}", name=block.name or "", params=block.input or {}
-                )
-                for n, block in enumerate(parsed.content)
-                if block.type == "tool_use"
-            ],
-            usage=(parsed.usage or _Usage()).usage(),
-            finish_reason=parsed.stop_reason,
-            model=parsed.model or self._model,
+        return well_formed_response(
+            ModelResponse(
+                text="".join(block.text or "" for block in parsed.content if block.type == "text"),
+                tool_calls=[
+                    ActionCall(
+                        id=block.id or f"toolu_{n}", name=block.name or "", params=block.input or {}
+                    )
+                    for n, block in enumerate(parsed.content)
+                    if block.type == "tool_use"
+                ],
+                usage=(parsed.usage or _Usage()).usage(),
+                finish_reason=parsed.stop_reason,
+                model=parsed.model or self._model,
+            )
         )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:

@@ -35,7 +35,7 @@ from pressloop.providers.base import (
 )
 from pressloop.providers.errors_map import SDKErrors, garbage, translated
 from pressloop.providers.stream_calls import StreamCalls
-from pressloop.providers.text import StreamedText, well_formed
+from pressloop.providers.text import StreamedText, well_formed_response
 from pressloop.providers.wire import (
     DEFAULT_MAX_CONNECTIONS,
     RequestBodies,
@@ -187,12 +187,14 @@ class StreamState:
             )
             for index, call in sorted(self.calls.items())
         ]
-        return ModelResponse(
-            text="".join(self.text),
-            tool_calls=calls,
-            usage=self.usage,
-            finish_reason=self.finish_reason,
-            model=self.model or default_model,
+        return well_formed_response(
+            ModelResponse(
+                text="".join(self.text),
+                tool_calls=calls,
+                usage=self.usage,
+                finish_reason=self.finish_reason,
+                model=self.model or default_model,
+            )
         )
 
 
@@ -242,19 +244,21 @@ class OpenAIChatProvider(SDKProvider):
             )
         parsed = parse(self._name, _Completion, completion, "a body that is not a chat completion")
         choice = parsed.choices[0]
-        return ModelResponse(
-            text=well_formed(choice.message.content or ""),
-            tool_calls=[
-                ActionCall(
-                    id=call.id or f"call_{position}",
-                    name=(call.function.name if call.function else None) or "",
-                    params=decode_arguments(call.function.arguments if call.function else None),
-                )
-                for position, call in enumerate(choice.message.tool_calls or [])
-            ],
-            usage=parsed.usage.usage() if parsed.usage else Usage(model_calls=1),
-            finish_reason=choice.finish_reason,
-            model=parsed.model or self._model,
+        return well_formed_response(
+            ModelResponse(
+                text=choice.message.content or "",
+                tool_calls=[
+                    ActionCall(
+                        id=call.id or f"call_{position}",
+                        name=(call.function.name if call.function else None) or "",
+                        params=decode_arguments(call.function.arguments if call.function else None),
+                    )
+                    for position, call in enumerate(choice.message.tool_calls or [])
+                ],
+                usage=parsed.usage.usage() if parsed.usage else Usage(model_calls=1),
+                finish_reason=choice.finish_reason,
+                model=parsed.model or self._model,
+            )
         )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:

@@ -14,6 +14,11 @@ with the same code (`providers.openai_chat.read_chunk`), so its parts stay the e
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from typing import Any
+
+from pressloop.contracts import ActionCall
+from pressloop.providers.base import ModelResponse
 
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -41,3 +46,32 @@ class StreamedText:
         if piece and "\ud800" <= piece[-1] <= "\udbff":
             piece, self._held = piece[:-1], piece[-1]
         return well_formed(piece)
+
+
+def well_formed_value(value: Any) -> Any:
+    """`value` (decoded JSON: a tool call's arguments) with every string, keys too, well formed:
+    JSON's escapes can spell a lone surrogate anywhere, and PostgreSQL refuses one in `jsonb`."""
+    if isinstance(value, str):
+        return well_formed(value)
+    if isinstance(value, dict):
+        return {well_formed(str(k)): well_formed_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [well_formed_value(item) for item in value]
+    return value
+
+
+def well_formed_response(response: ModelResponse) -> ModelResponse:
+    """A whole answer with every string the model wrote well formed (its text, and its tool
+    calls' ids, names and arguments): what is stored of it can be stored."""
+    return replace(
+        response,
+        text=well_formed(response.text),
+        tool_calls=[
+            ActionCall(
+                id=well_formed(call.id),
+                name=well_formed(call.name),
+                params=well_formed_value(call.params),
+            )
+            for call in response.tool_calls
+        ],
+    )

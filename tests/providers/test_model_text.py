@@ -2,19 +2,21 @@
 surrogate halves sent in two chunks (a server that cuts its stream by UTF-16 code units), a half
 with no other half. The text that comes out has no lone surrogate (none has a UTF-8 encoding: the
 run's text could not be stored), each pair made one character again, the rest U+FFFD; the
-deltas add up to the whole text."""
+deltas add up to the whole text; so are a tool call's id, name and arguments (PostgreSQL's
+`jsonb` refuses a lone half too)."""
 
 from __future__ import annotations
 
 import pytest
 
+from pressloop.contracts import ActionCall
 from pressloop.providers.anthropic_messages import AnthropicMessagesProvider
 from pressloop.providers.base import ModelResponse, ResponseDone, TextDelta
 from pressloop.providers.openai_chat import OpenAIChatProvider
-from tests.providers.openai_calls import ask, collect
+from tests.providers.openai_calls import CREATE_POST, ask, collect
 from tests.wire.anthropic_server import FakeAnthropicServer
 from tests.wire.openai_server import FakeOpenAIServer
-from tests.wire.scripted_server import Reply
+from tests.wire.scripted_server import Reply, ToolCall
 
 # As they come off the wire: JSON's escapes for half an emoji each ("\ud83d" "\ude00" is 😀).
 PIECES = ("Hi ", "\ud83d", "\ude00", " there \udc00", "!", " \ud83d")
@@ -61,3 +63,37 @@ async def test_a_whole_answer_with_a_lone_half_has_it_replaced(
 
     assert isinstance(response, ModelResponse)
     assert response.text == "odd \ufffd half, whole 😀"
+
+
+@pytest.mark.parametrize("way", ["complete", "stream"])
+async def test_a_tool_call_with_lone_halves_has_them_replaced_everywhere(
+    adapter: tuple[Provider, FakeOpenAIServer | FakeAnthropicServer], way: str
+) -> None:
+    # A model that copies a page's broken escapes into its call (JSON in JSON: the arguments'
+    # own escapes spell the halves).
+    provider, server = adapter
+    arguments = (
+        '{"title": "\\ud800 odd", "tags": ["\\udfff"], "\\ud83d": {"whole": "\\ud83d\\ude00"}}'
+    )
+    server.push(
+        Reply(
+            text="",
+            tool_calls=(ToolCall(id="call_\ud800", name="create_post", arguments=arguments),),
+        )
+    )
+
+    if way == "complete":
+        response = await provider.complete(ask(tools=[CREATE_POST]))
+    else:
+        parts = await collect(provider, ask(tools=[CREATE_POST]))  # type: ignore[arg-type]
+        done = parts[-1]
+        assert isinstance(done, ResponseDone)
+        response = done.response
+
+    assert response.tool_calls == [
+        ActionCall(
+            id="call_\ufffd",
+            name="create_post",
+            params={"title": "\ufffd odd", "tags": ["\ufffd"], "\ufffd": {"whole": "😀"}},
+        )
+    ]
