@@ -1,4 +1,4 @@
-"""A model's text as something that can be stored and sent: no lone surrogates.
+"""A model's text as something that can be stored and sent: no lone surrogates, no NUL.
 
 JSON writes a character beyond the Basic Multilingual Plane (an emoji) as two escapes, a
 surrogate pair, and a server that cuts its stream by UTF-16 code units (JavaScript's strings)
@@ -21,14 +21,16 @@ from pressloop.contracts import ActionCall
 from pressloop.providers.base import ModelResponse
 
 REPLACEMENT = "\ufffd"
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def well_formed(text: str) -> str:
     """`text` with each surrogate pair as the character it encodes, any other surrogate as
-    U+FFFD."""
-    if _SURROGATE.search(text) is None:
+    U+FFFD, and NUL as U+FFFD too (JSON's `\u0000` is valid, but PostgreSQL stores no NUL, in
+    text or in jsonb: the run would fail as with a lone surrogate)."""
+    if _UNSTORABLE.search(text) is None:
         return text  # the usual case, at the cost of one scan
+    text = text.replace("\x00", REPLACEMENT)
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 

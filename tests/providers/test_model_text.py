@@ -1,7 +1,8 @@
 """A model's text with half a character in it, from either adapter, on the wire: an emoji's two
 surrogate halves sent in two chunks (a server that cuts its stream by UTF-16 code units), a half
 with no other half. The text that comes out has no lone surrogate (none has a UTF-8 encoding: the
-run's text could not be stored), each pair made one character again, the rest U+FFFD; the
+run's text could not be stored), each pair made one character again, the rest U+FFFD, and NUL
+(PostgreSQL stores none) U+FFFD too; the
 deltas add up to the whole text; so are a tool call's id, name and arguments (PostgreSQL's
 `jsonb` refuses a lone half too)."""
 
@@ -19,9 +20,9 @@ from tests.wire.openai_server import FakeOpenAIServer
 from tests.wire.scripted_server import Reply, ToolCall
 
 # As they come off the wire: JSON's escapes for half an emoji each ("\ud83d" "\ude00" is 😀).
-PIECES = ("Hi ", "\ud83d", "\ude00", " there \udc00", "!", " \ud83d")
-DELTAS = ["Hi ", "😀", " there \ufffd", "!", " "]  # the last half has nothing to complete it
-WHOLE = "Hi 😀 there \ufffd! "
+PIECES = ("Hi ", "\ud83d", "\ude00", " there \udc00", "!\x00", " \ud83d")
+DELTAS = ["Hi ", "😀", " there \ufffd", "!\ufffd", " "]  # the last half has nothing to complete it
+WHOLE = "Hi 😀 there \ufffd!\ufffd "
 
 Provider = OpenAIChatProvider | AnthropicMessagesProvider
 
@@ -57,12 +58,12 @@ async def test_a_whole_answer_with_a_lone_half_has_it_replaced(
     adapter: tuple[Provider, FakeOpenAIServer | FakeAnthropicServer],
 ) -> None:
     provider, server = adapter
-    server.push(Reply(text="odd \ud800 half, whole \ud83d\ude00"))
+    server.push(Reply(text="odd \ud800 half, whole \ud83d\ude00, nul \x00"))
 
     response = await provider.complete(ask())
 
     assert isinstance(response, ModelResponse)
-    assert response.text == "odd \ufffd half, whole 😀"
+    assert response.text == "odd \ufffd half, whole 😀, nul \ufffd"
 
 
 @pytest.mark.parametrize("way", ["complete", "stream"])
@@ -70,10 +71,11 @@ async def test_a_tool_call_with_lone_halves_has_them_replaced_everywhere(
     adapter: tuple[Provider, FakeOpenAIServer | FakeAnthropicServer], way: str
 ) -> None:
     # A model that copies a page's broken escapes into its call (JSON in JSON: the arguments'
-    # own escapes spell the halves).
+    # own escapes spell the halves, and a NUL).
     provider, server = adapter
     arguments = (
-        '{"title": "\\ud800 odd", "tags": ["\\udfff"], "\\ud83d": {"whole": "\\ud83d\\ude00"}}'
+        '{"title": "\\ud800 odd", "tags": ["\\udfff", "\\u0000"], '
+        '"\\ud83d": {"whole": "\\ud83d\\ude00"}}'
     )
     server.push(
         Reply(
@@ -94,6 +96,6 @@ async def test_a_tool_call_with_lone_halves_has_them_replaced_everywhere(
         ActionCall(
             id="call_\ufffd",
             name="create_post",
-            params={"title": "\ufffd odd", "tags": ["\ufffd"], "\ufffd": {"whole": "😀"}},
+            params={"title": "\ufffd odd", "tags": ["\ufffd", "\ufffd"], "\ufffd": {"whole": "😀"}},
         )
     ]

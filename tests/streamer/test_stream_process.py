@@ -177,8 +177,9 @@ async def test_turned_off_no_stream_process_starts_and_the_serving_process_strea
     assert "stream stays in this process" not in a.output()
 
 
-# An emoji's two halves in two chunks (a server cutting by UTF-16 code units), a half alone.
-HALVES = ("Hi ", "\ud83d", "\ude00", " there \udc00", "!")
+# An emoji's two halves in two chunks (a server cutting by UTF-16 code units), a half alone, a
+# NUL (PostgreSQL stores none).
+HALVES = ("Hi ", "\ud83d", "\ude00", " there \udc00", "! a\x00b")
 
 
 @pytest.mark.parametrize("stream_process", ["1", "0"])
@@ -192,7 +193,7 @@ async def test_an_answer_with_halves_of_a_character_is_streamed_stored_and_finis
     # Before, the half characters reached the database as they came: the run's text could not
     # be written (no UTF-8 for a lone surrogate), the turn failed, and each retry asked the model
     # again. Now the stream and the store get the same well-formed text (providers/text.py).
-    whole = "Hi 😀 there \ufffd!"
+    whole = "Hi 😀 there \ufffd! a\ufffdb"
     openai_server.push(Reply(text="".join(HALVES), deltas=HALVES, delay_s=THINKING_S))
     settings = {"PRESSLOOP_STREAM_PROCESS": stream_process}
     with _serve(tmp_path, "a", database_url, openai_server, **settings) as a:
@@ -203,7 +204,7 @@ async def test_an_answer_with_halves_of_a_character_is_streamed_stored_and_finis
             stored = (await client.get(f"/v1/runs/{run_id}/events", headers=auth)).json()
             run = (await client.get(f"/v1/runs/{run_id}", headers=auth)).json()
     parts = [f.data["data"]["delta"] for f in frames if isinstance(f.id, str)]
-    assert parts == ["Hi ", "😀", " there \ufffd", "!"]  # before their commit
+    assert parts == ["Hi ", "😀", " there \ufffd", "! a\ufffdb"]  # before their commit
     assert text_of(frames) == whole
     assert whole_events(frames) == stored_whole(stored)
     assert (run["status"], run["attempt"], run["result"]["assistant_text"]) == (
