@@ -29,6 +29,7 @@ from pressloop.actions.guard import (
     scrubbed,
     secret_not_kept,
     secret_refusal,
+    storable_outcome,
 )
 from pressloop.actions.ledger_port import LedgerPort
 from pressloop.actions.outcomes import (
@@ -338,8 +339,9 @@ class Executor:
         except ActionError as failure:
             if failure.retryable or (unknown_raises and outcome_unknown(failure)):
                 raise
-            return scrubbed(action_failed(spec, failure), secrets)
+            return storable_outcome(scrubbed(action_failed(spec, failure), secrets))
         except RunFailure:
             raise
-        # What the model is told and the ledger keeps never echoes a secret the site sent back.
-        return scrubbed(succeeded(spec, result), secrets)
+        # What the model is told and the ledger keeps never echoes a secret the site sent back,
+        # and can be stored whatever the site sent.
+        return storable_outcome(scrubbed(succeeded(spec, result), secrets))

@@ -28,6 +28,7 @@ from pressloop.contracts import (
     UntrustedSource,
 )
 from pressloop.redaction import SECRET, redact, scrub, scrub_data, secret_values
+from pressloop.storable import storable, storable_value
 
 NOTED_SOURCES = 3
 
@@ -121,6 +122,20 @@ def secret_not_kept(spec: ActionSpec, params: Any) -> ActionOutcome | None:
         summary=message,
         risk=spec.risk,
         error=message,
+    )
+
+
+def storable_outcome(outcome: ActionOutcome) -> ActionOutcome:
+    """The outcome with what the site (or any outside system) sent made storable
+    (`pressloop.storable`): a NUL or half a character in a hostile page must not fail the run's
+    write, and with it every retry of the turn."""
+    return outcome.model_copy(
+        update={
+            "content": storable(outcome.content),
+            "summary": storable(outcome.summary),
+            "error": storable(outcome.error) if outcome.error else outcome.error,
+            "data": storable_value(outcome.data),
+        }
     )
 
 

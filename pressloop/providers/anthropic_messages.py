@@ -30,7 +30,7 @@ from pressloop.providers.base import (
 )
 from pressloop.providers.errors_map import SDKErrors, garbage, translated
 from pressloop.providers.stream_calls import StreamCalls
-from pressloop.providers.text import StreamedText, well_formed, well_formed_response
+from pressloop.providers.text import StreamedText, storable_response
 from pressloop.providers.wire import (
     DEFAULT_MAX_CONNECTIONS,
     RequestBodies,
@@ -40,6 +40,7 @@ from pressloop.providers.wire import (
     http_client,
     parse,
 )
+from pressloop.storable import storable
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 MESSAGES_PATH = "/v1/messages"
@@ -167,7 +168,7 @@ class _StreamState:
         elif event.type == "content_block_start" and event.content_block is not None:
             start = event.content_block
             self.blocks[event.index] = _Building(
-                type=start.type, id=start.id, name=start.name, text=well_formed(start.text or "")
+                type=start.type, id=start.id, name=start.name, text=storable(start.text or "")
             )
         elif event.type == "content_block_delta" and event.delta is not None:
             block = self.blocks.setdefault(event.index, _Building(type="text"))
@@ -187,7 +188,7 @@ class _StreamState:
 
     def response(self, default_model: str) -> ModelResponse:
         ordered = [self.blocks[index] for index in sorted(self.blocks)]
-        return well_formed_response(
+        return storable_response(
             ModelResponse(
                 text="".join(block.text for block in ordered if block.type == "text"),
                 tool_calls=[
@@ -242,7 +243,7 @@ class AnthropicMessagesProvider(SDKProvider):
                 MESSAGES_PATH, content=self._body(request, stream=False), cast_to=object
             )
         parsed = parse(self._name, _Message, message, "a body that is not a message")
-        return well_formed_response(
+        return storable_response(
             ModelResponse(
                 text="".join(block.text or "" for block in parsed.content if block.type == "text"),
                 tool_calls=[

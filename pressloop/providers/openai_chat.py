@@ -35,7 +35,7 @@ from pressloop.providers.base import (
 )
 from pressloop.providers.errors_map import SDKErrors, garbage, translated
 from pressloop.providers.stream_calls import StreamCalls
-from pressloop.providers.text import StreamedText, well_formed_response
+from pressloop.providers.text import StreamedText, storable_response
 from pressloop.providers.wire import (
     DEFAULT_MAX_CONNECTIONS,
     RequestBodies,
@@ -187,7 +187,7 @@ class StreamState:
             )
             for index, call in sorted(self.calls.items())
         ]
-        return well_formed_response(
+        return storable_response(
             ModelResponse(
                 text="".join(self.text),
                 tool_calls=calls,
@@ -244,7 +244,7 @@ class OpenAIChatProvider(SDKProvider):
             )
         parsed = parse(self._name, _Completion, completion, "a body that is not a chat completion")
         choice = parsed.choices[0]
-        return well_formed_response(
+        return storable_response(
             ModelResponse(
                 text=choice.message.content or "",
                 tool_calls=[

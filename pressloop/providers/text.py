@@ -1,4 +1,5 @@
-"""A model's text as something that can be stored and sent: no lone surrogates, no NUL.
+"""A model's text as something that can be stored and sent (`pressloop.storable`), and cut
+into deltas the same way by the engine and the stream process.
 
 JSON writes a character beyond the Basic Multilingual Plane (an emoji) as two escapes, a
 surrogate pair, and a server that cuts its stream by UTF-16 code units (JavaScript's strings)
@@ -13,25 +14,11 @@ with the same code (`providers.openai_chat.read_chunk`), so its parts stay the e
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
-from typing import Any
 
 from pressloop.contracts import ActionCall
 from pressloop.providers.base import ModelResponse
-
-REPLACEMENT = "\ufffd"
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def well_formed(text: str) -> str:
-    """`text` with each surrogate pair as the character it encodes, any other surrogate as
-    U+FFFD, and NUL as U+FFFD too (JSON's `\u0000` is valid, but PostgreSQL stores no NUL, in
-    text or in jsonb: the run would fail as with a lone surrogate)."""
-    if _UNSTORABLE.search(text) is None:
-        return text  # the usual case, at the cost of one scan
-    text = text.replace("\x00", REPLACEMENT)
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+from pressloop.storable import storable, storable_value
 
 
 class StreamedText:
@@ -47,32 +34,20 @@ class StreamedText:
             piece, self._held = self._held + piece, ""
         if piece and "\ud800" <= piece[-1] <= "\udbff":
             piece, self._held = piece[:-1], piece[-1]
-        return well_formed(piece)
+        return storable(piece)
 
 
-def well_formed_value(value: Any) -> Any:
-    """`value` (decoded JSON: a tool call's arguments) with every string, keys too, well formed:
-    JSON's escapes can spell a lone surrogate anywhere, and PostgreSQL refuses one in `jsonb`."""
-    if isinstance(value, str):
-        return well_formed(value)
-    if isinstance(value, dict):
-        return {well_formed(str(k)): well_formed_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [well_formed_value(item) for item in value]
-    return value
-
-
-def well_formed_response(response: ModelResponse) -> ModelResponse:
-    """A whole answer with every string the model wrote well formed (its text, and its tool
-    calls' ids, names and arguments): what is stored of it can be stored."""
+def storable_response(response: ModelResponse) -> ModelResponse:
+    """A whole answer with every string the model wrote storable (its text, and its tool calls'
+    ids, names and arguments)."""
     return replace(
         response,
-        text=well_formed(response.text),
+        text=storable(response.text),
         tool_calls=[
             ActionCall(
-                id=well_formed(call.id),
-                name=well_formed(call.name),
-                params=well_formed_value(call.params),
+                id=storable(call.id),
+                name=storable(call.name),
+                params=storable_value(call.params),
             )
             for call in response.tool_calls
         ],

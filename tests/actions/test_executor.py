@@ -489,6 +489,31 @@ async def test_an_action_error_is_told_to_the_model_other_failures_end_the_step(
         await executor.run(ask("broken", text="x"), context())
 
 
+async def test_what_a_hostile_site_sends_is_made_storable_success_or_failure() -> None:
+    # JSON's escapes can spell a NUL or half a character anywhere in a page; PostgreSQL stores
+    # neither, and a run that could not write its step failed, and so did every retry.
+    async def odd_page(_p: NoteParams, _c: ActionContext, _s: ActionServices) -> ActionResult:
+        return ActionResult(
+            content={"title": "a\x00b", "\ud800": ["\udfff", "\ud83d\ude00"]}, summary="p\x00"
+        )
+
+    async def odd_failure(_p: NoteParams, _c: ActionContext, _s: ActionServices) -> ActionResult:
+        raise ActionError("the site said \x00\udc00")
+
+    executor = Executor(
+        Registry([action("odd_page", odd_page), action("odd_failure", odd_failure)])
+    )
+    read = await executor.run(ask("odd_page", text="x"), context())
+    assert read.data == {"title": "a\ufffdb", "\ufffd": ["\ufffd", "😀"]}
+    assert read.summary == "p\ufffd"
+    failed = await executor.run(ask("odd_failure", text="x"), context())
+    assert failed.status is StepStatus.FAILED and failed.error is not None
+    assert failed.error.endswith("the site said \ufffd\ufffd")
+    for outcome in (read, failed):
+        stored = outcome.model_dump_json()  # no UTF-8 for a lone surrogate: this would raise
+        assert "\x00" not in stored and "\\u0000" not in stored.replace("\\\\", "")
+
+
 class Login(BaseModel):
     model_config = ConfigDict(extra="forbid")
     user: str
