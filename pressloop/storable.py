@@ -12,13 +12,15 @@ import re
 from typing import Any
 
 REPLACEMENT = "\ufffd"
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+# What cannot be stored as it is: NUL, and surrogates (two that make a pair are joined by
+# `storable`; the API's JSON decoder has joined every pair already, so `api/bounds.py` refuses any).
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def storable(text: str) -> str:
     """`text` with each surrogate pair as the character it encodes, any other surrogate and NUL
     as U+FFFD."""
-    if _UNSTORABLE.search(text) is None:
+    if UNSTORABLE.search(text) is None:
         return text  # the usual case, at the cost of one scan
     text = text.replace("\x00", REPLACEMENT)
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")

@@ -12,18 +12,17 @@
 from __future__ import annotations
 
 import math
-import re
 from typing import Annotated
 
 from fastapi import Path, Query, Request
 
 from pressloop.errors import InvalidRequest
+from pressloop.storable import UNSTORABLE
 
 MAX_INT = 2**31 - 1
 MAX_DEPTH = 32
 ID_MAX_LENGTH = 64
 ID_PATTERN = r"^[A-Za-z0-9_-]+$"
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def whole_number_pattern(limit: int) -> str:
@@ -62,7 +61,7 @@ SeqNumber = Annotated[int, Path(ge=1, le=MAX_INT)]
 
 def text_problem(text: str) -> str | None:
     """Why `text` cannot be stored, or None."""
-    found = _UNSTORABLE.search(text)
+    found = UNSTORABLE.search(text)
     if found is None:
         return None
     if found.group() == "\x00":
